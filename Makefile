@@ -1,0 +1,28 @@
+# The two commands of the README: `make run` and `make test`. Each sets up .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SCENARIO ?= scenarios/game-renewal.toml
+OUT ?= reports/game-renewal
+
+.PHONY: setup run test bench clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+run: setup
+	$(BIN)/acksim run $(SCENARIO) --out $(OUT)
+
+test: setup
+	$(BIN)/python -m pytest -q
+
+bench: setup
+	$(BIN)/python benchmarks/throughput.py
+
+clean:
+	rm -rf $(VENV) reports/game-renewal .pytest_cache .hypothesis

@@ -1,0 +1,104 @@
+"""The store interfaces shared by the SQLite and in-memory backends.
+
+A ``Database`` hands out ``Session`` objects, one per actor (like one connection each). A
+session groups the three stores the processor uses (``accounts``, ``cleanup_store``,
+``outbox``) and is the unit of work spanning them: ``begin()``, then ``commit()`` or
+``rollback()``. Outside ``begin()`` every store call is its own transaction (autocommit).
+
+Ground truth for the simulation comes from the ``Write`` log: ``commit()`` returns the writes
+the transaction actually made and committed; autocommitted writes are collected and returned
+by ``take_autocommitted()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, Protocol
+
+from model.job import Account
+
+Isolation = Literal["serializable", "read_committed"]
+
+
+@dataclass(frozen=True, slots=True)
+class DbOptions:
+    """Design parameters of the stores.
+
+    ``isolation``: "serializable" (SQLite's only level: snapshot reads, one database-wide
+    writer, ``BusySnapshotError`` for a stale reader that tries to write) or "read_committed"
+    (in-memory backend only: every read sees the latest commit, writes are buffered and
+    applied at commit). ``unique_markers`` / ``unique_outbox_keys``: whether (account id,
+    cleanup version) markers and outbox event keys are unique keys in the schema.
+    """
+
+    isolation: Isolation = "serializable"
+    unique_markers: bool = True
+    unique_outbox_keys: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One committed write. ``kind`` is one of "cleanup_applied", "outbox_added",
+    "account_put", "account_deleted", "outbox_sent", "outbox_failed"; the other fields are
+    filled as they apply (``account`` for "account_put")."""
+
+    kind: str
+    account_id: str
+    cleanup_version: int | None = None
+    event_key: str | None = None
+    account: Account | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxEvent:
+    """One outbox row. ``status`` is "pending", "sent" or "failed"; ``seq`` is insertion order."""
+
+    seq: int
+    event_key: str
+    account_id: str
+    cleanup_version: int
+    status: str
+
+
+class Accounts(Protocol):
+    def get(self, account_id: str) -> Account | None: ...
+    def put(self, account: Account) -> None: ...
+    def delete(self, account_id: str) -> bool: ...
+    def due(self, now: datetime, limit: int) -> list[Account]: ...
+    def all(self) -> list[Account]: ...
+
+
+class CleanupStore(Protocol):
+    def was_applied(self, account_id: str, cleanup_version: int) -> bool: ...
+    def apply_once(self, *, account_id: str, cleanup_version: int) -> bool: ...
+    def markers(self) -> list[tuple[str, int]]: ...
+
+
+class Outbox(Protocol):
+    def add_once(self, *, event_key: str, account_id: str, cleanup_version: int) -> bool: ...
+    def pending(self, limit: int) -> list[OutboxEvent]: ...
+    def mark_sent(self, event_key: str) -> None: ...
+    def mark_failed(self, event_key: str) -> None: ...
+    def events(self) -> list[OutboxEvent]: ...
+
+
+class Session(Protocol):
+    accounts: Accounts
+    cleanup_store: CleanupStore
+    outbox: Outbox
+
+    @property
+    def in_transaction(self) -> bool: ...
+    def begin(self) -> None: ...
+    def commit(self) -> tuple[Write, ...]: ...
+    def rollback(self) -> None: ...
+    def take_autocommitted(self) -> tuple[Write, ...]: ...
+    def close(self) -> None: ...
+
+
+class Database(Protocol):
+    options: DbOptions
+
+    def session(self) -> Session: ...
+    def close(self) -> None: ...
