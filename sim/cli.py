@@ -1,0 +1,90 @@
+"""The command line: ``acksim run [SCENARIO] [--seed N] [--out DIR]``.
+
+Exit codes (fixed, DESIGN.md): 0 every invariant holds and every SLO threshold is met; 1 an
+invariant is violated or a threshold missed; 2 bad input (scenario, arguments), reported as
+one line on stderr with nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from sim.scenario import ScenarioError, load, with_overrides
+
+DEFAULT_SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "game-renewal.toml"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2
+        self.exit(2, f"acksim: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="acksim", description="Simulate and verify a queue-driven cleanup pipeline.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="simulate a scenario and write its report")
+    run.add_argument("scenario", nargs="?", default=str(DEFAULT_SCENARIO),
+                     help="scenario TOML file (default: the bundled game-renewal scenario)")
+    run.add_argument("--seed", type=int, help="override the scenario's seed (0 .. 2**63-1)")
+    run.add_argument("--out", help="report folder (default: reports/<scenario name>)")
+    return p
+
+
+def _progress_bar(total: float):
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=round(total), unit="vs", desc="simulating", file=sys.stderr, leave=False)
+
+    def update(now: float) -> None:
+        bar.n = min(round(now), bar.total)
+        bar.refresh()
+
+    return update, bar.close
+
+
+def cmd_run(args) -> int:
+    """Run one scenario; returns the exit code."""
+    from sim.report import write_report
+    from sim.summary import build_summary, passed
+    from sim.world import World
+
+    scenario = with_overrides(load(args.scenario), seed=args.seed)
+    out = Path(args.out) if args.out else Path("reports") / scenario.name
+    world = World(scenario)
+    update, close = _progress_bar(world._planned_end())
+    world.progress = update
+    try:
+        outcome = world.run()
+    finally:
+        close()
+        world.close()
+    summary = build_summary(scenario, outcome)
+    write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})")
+    ok = passed(summary)
+    broken = [n for n, v in summary["invariants"].items() if not v["holds"]]
+    missed = [n for n, v in summary["slo"].items() if v["met"] is False]
+    print(f"{'PASS' if ok else 'FAIL'}: {scenario.name} seed {scenario.seed}: "
+          f"{summary['counts']['jobs']} jobs, {summary['counts']['crashes']} crashes, "
+          f"invariants violated: {', '.join(broken) or 'none'}; SLOs missed: {', '.join(missed) or 'none'}; "
+          f"report: {out}")
+    return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``acksim`` console script."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return cmd_run(args)
+    except ScenarioError as exc:
+        print(f"acksim: error: {exc}", file=sys.stderr)
+        return 2
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

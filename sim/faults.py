@@ -1,0 +1,67 @@
+"""Faults as data, and the plan that decides where crashes land.
+
+A fault schedule is frozen data (``Crash``, ``Deployment``) so a failing run reads as a short
+schedule. The ``FaultPlan`` answers one question at each crash opportunity of a worker: crash
+here? It combines the scheduled crashes with the scenario's per-phase probabilities, drawn
+from the asking worker's own seeded random stream.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import simpy
+
+from sim.scenario import Faults
+
+PHASES: tuple[str, ...] = ("before_call", "after_call", "after_commit", "during_ack")
+
+
+@dataclass(frozen=True, slots=True)
+class Crash:
+    """Crash the worker holding delivery number ``delivery`` at ``phase`` (store call
+    ``call`` for the call phases)."""
+
+    delivery: int
+    phase: str
+    call: int = 0
+
+
+class FaultPlan:
+    """Decides crashes. ``crash(rng, delivery, phase, call)`` is True when the worker must
+    crash at that point: a scheduled ``Crash`` matches, or the phase's probability fires."""
+
+    def __init__(self, faults: Faults) -> None:
+        self._p = {
+            "before_call": faults.crash_before_call,
+            "after_call": faults.crash_after_call,
+            "after_commit": faults.crash_after_commit,
+            "during_ack": faults.crash_during_ack,
+        }
+        self._scheduled = frozenset(
+            (c.delivery, c.phase, c.call if c.phase in ("before_call", "after_call") else 0)
+            for c in faults.crashes
+        )
+
+    def crash(self, rng: random.Random, delivery: int, phase: str, call: int = 0) -> bool:
+        """Whether to crash at ``phase`` of the attempt on delivery number ``delivery``."""
+        if (delivery, phase, call) in self._scheduled:
+            return True
+        p = self._p[phase]
+        return p > 0.0 and rng.random() < p
+
+
+def fault_injector(world, deployments) -> "simpy.events.ProcessGenerator":
+    """SimPy process: rolling deployments. At each deployment's ``at_s`` every worker in turn
+    is interrupted (cause "deployment") and stays down ``worker_down_s``; the next worker is
+    stopped only after the previous one is back."""
+    env = world.env
+    for dep in sorted(deployments, key=lambda d: d.at_s):
+        if dep.at_s > env.now:
+            yield env.timeout(dep.at_s - env.now)
+        world.history.record("deployment_started", "fault-injector", detail=f"worker_down_s={dep.worker_down_s}")
+        for proc in world.workers:
+            if proc.is_alive:
+                proc.interrupt(("deployment", dep.worker_down_s))
+            yield env.timeout(dep.worker_down_s)

@@ -1,0 +1,74 @@
+"""The outbox relay and the mail provider: how a committed outbox event becomes a reminder.
+
+The relay polls the outbox for pending events outside any worker transaction, sends each to
+the mail provider with the event key as the provider's idempotency key, and marks it sent.
+The provider is the ground truth for "a reminder was sent": it records ``reminder_sent`` the
+first time it accepts a key and ``reminder_duplicate`` for a resend it recognises. Transient
+errors (429, 5xx) are retried on later polls up to ``mail.max_attempts``; permanent errors
+(4xx, invalid input) fail the event at once, as the design documents classify them.
+"""
+
+from __future__ import annotations
+
+import random
+
+from model.errors import ConflictError
+
+
+class MailProvider:
+    """The external provider: remembers the idempotency keys it has accepted."""
+
+    def __init__(self) -> None:
+        self.accepted: dict[str, float] = {}
+
+    def send(self, event_key: str, now: float) -> bool:
+        """Accept a reminder; returns False when ``event_key`` was already accepted."""
+        if event_key in self.accepted:
+            return False
+        self.accepted[event_key] = now
+        return True
+
+
+class OutboxRelay:
+    """The relay actor. ``idle`` is True when the outbox holds no pending event."""
+
+    def __init__(self, world, rng: random.Random) -> None:
+        self.world = world
+        self.rng = rng
+        self.session = world.db.session()
+        self.provider = MailProvider()
+        self._attempts: dict[str, int] = {}
+
+    @property
+    def idle(self) -> bool:
+        return not self.session.outbox.pending(1)
+
+    def run(self):
+        """SimPy process: poll every ``mail.poll_interval_s`` and send what is pending."""
+        world = self.world
+        env, cfg, history = world.env, world.scenario.mail, world.history
+        outbox = self.session.outbox
+        while True:
+            yield env.timeout(cfg.poll_interval_s)
+            for ev in outbox.pending(cfg.batch):
+                yield env.timeout(cfg.latency_s)
+                fields = dict(account_id=ev.account_id, cleanup_version=ev.cleanup_version, detail=ev.event_key)
+                u = self.rng.random()
+                try:
+                    if u < cfg.permanent_error_probability:
+                        outbox.mark_failed(ev.event_key)
+                        history.record("reminder_failed", "outbox-relay", **fields)
+                    elif u < cfg.permanent_error_probability + cfg.transient_error_probability:
+                        n = self._attempts.get(ev.event_key, 0) + 1
+                        self._attempts[ev.event_key] = n
+                        if n >= cfg.max_attempts:
+                            outbox.mark_failed(ev.event_key)
+                            history.record("reminder_failed", "outbox-relay", **fields)
+                        else:
+                            history.record("reminder_retry", "outbox-relay", **fields)
+                    else:
+                        first = self.provider.send(ev.event_key, env.now)
+                        history.record("reminder_sent" if first else "reminder_duplicate", "mail-provider", **fields)
+                        outbox.mark_sent(ev.event_key)
+                except ConflictError:
+                    pass  # a worker holds the write lock: the event stays pending for the next poll

@@ -1,0 +1,329 @@
+"""Scenarios: the TOML file a user writes, validated into frozen settings.
+
+A scenario names the workload (accounts, deadlines, renewals...), the scheduler, the queue,
+the workers, the stores, the faults, the mail provider and the SLO thresholds. Every default
+comes from the design documents (``shared/seed-facts.md``) or, where they are silent, from the
+documented defaults of Amazon SQS (``shared/queue-semantics.md``); each field says which.
+
+Bad input raises ``ScenarioError`` with one line that names the field and the allowed range;
+the command line turns it into exit code 2.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Annotated, Literal
+
+import annotated_types as at
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+DAY = 86_400.0
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be run; ``str()`` is one line naming the field and what is allowed."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+Probability = Annotated[float, Field(ge=0.0, le=1.0)]
+Span = tuple[Annotated[float, Field(ge=0.0)], Annotated[float, Field(ge=0.0)]]
+
+
+class Workload(_Section):
+    """Accounts and their lifecycle. Times in virtual seconds from the epoch.
+
+    Deadlines are spread uniformly over ``[deadline_start_s, deadline_start_s +
+    deadline_window_s)`` and rounded down to ``deadline_granularity_s`` (bursts, as when
+    subscriptions end on the minute). Fractions are per account, drawn independently.
+    """
+
+    accounts: int = Field(1_000, ge=1, le=2_000_000)
+    deadline_start_s: float = Field(600.0, ge=0.0)
+    deadline_window_s: float = Field(DAY, gt=0.0, le=30 * DAY)
+    deadline_granularity_s: float = Field(60.0, gt=0.0, le=DAY)
+    renew_fraction: Probability = 0.15
+    renew_in_flight_fraction: Probability = 0.3
+    renew_in_flight_within_s: float = Field(0.05, gt=0.0, le=3600.0)
+    renew_lead_s: Span = (60.0, 1800.0)
+    rollover_delay_s: float = Field(300.0, ge=0.0, le=30 * DAY)
+    term_s: float = Field(21_600.0, gt=0.0, le=400 * DAY)
+    extension_fraction: Probability = 0.05
+    extension_lead_s: Span = (600.0, 7200.0)
+    extension_s: Span = (3600.0, 21_600.0)
+    resubscribe_fraction: Probability = 0.05
+    resubscribe_after_s: Span = (600.0, 7200.0)
+    delete_fraction: Probability = 0.02
+    delete_around_deadline_s: float = Field(1.0, ge=0.0, le=DAY)
+    payload_bytes: int = Field(0, ge=0, le=64 * 1024 * 1024)
+
+    @field_validator("renew_lead_s", "extension_lead_s", "extension_s", "resubscribe_after_s")
+    @classmethod
+    def _ordered(cls, v: tuple[float, float]) -> tuple[float, float]:
+        if v[0] > v[1]:
+            raise ValueError(f"must be [low, high] with low <= high, got {list(v)}")
+        return v
+
+
+class Scheduler(_Section):
+    """How jobs reach the queue.
+
+    ``per_deadline``: a scheduler target per deadline publishes the job as a delayed message
+    (delay capped at ``queue.max_delay_s``; a farther deadline re-arms the target).
+    ``cron``: every ``cron_interval_s`` (jitter of up to ``cron_jitter_s``, second-level per
+    the design documents) a run finds due accounts and publishes their jobs, stopped at
+    ``cron_run_limit_s`` (900 s, the documents' execution limit); runs that fall in a
+    ``paused`` window are skipped and not backfilled.
+    """
+
+    mode: Literal["per_deadline", "cron"] = "per_deadline"
+    publish_latency_s: float = Field(0.002, ge=0.0, le=60.0)
+    cron_interval_s: float = Field(300.0, gt=0.0, le=DAY)
+    cron_jitter_s: float = Field(1.0, ge=0.0, le=60.0)
+    cron_run_limit_s: float = Field(900.0, gt=0.0, le=900.0)
+    cron_batch: int = Field(1000, ge=1, le=1_000_000)
+    paused: tuple[Span, ...] = ()
+
+
+class Queue(_Section):
+    """The at-least-once queue.
+
+    Defaults: the design documents' REST queue (seed-facts.md): 256 KB body, 7-day delay,
+    30-day retention, 5-minute FIFO deduplication window; SQS for the rest
+    (queue-semantics.md §1): visibility timeout range (0, 12 h], maxReceiveCount 1–1000
+    (0 disables the dead-letter queue). ``duplicate_probability`` is the chance that a receive
+    also hands a spurious copy to another consumer (SQS standard: "occasionally more than one
+    copy"). A nack makes the message visible again after ``min(base * 2**(n-1), max)`` seconds
+    for receive count n.
+    """
+
+    kind: Literal["standard", "fifo"] = "standard"
+    visibility_timeout_s: float = Field(60.0, gt=0.0, le=43_200.0)
+    max_receive_count: int = Field(5, ge=0, le=1000)
+    max_delay_s: float = Field(604_800.0, ge=0.0, le=604_800.0)
+    retention_s: float = Field(2_592_000.0, ge=60.0, le=2_592_000.0)
+    max_message_bytes: int = Field(262_144, ge=1024, le=262_144)
+    fifo_dedup_window_s: float = Field(300.0, ge=0.0, le=300.0)
+    duplicate_probability: Probability = 0.0
+    nack_backoff_base_s: float = Field(2.0, ge=0.0, le=43_200.0)
+    nack_backoff_max_s: float = Field(300.0, ge=0.0, le=43_200.0)
+    ack_latency_s: float = Field(0.002, ge=0.0, le=60.0)
+    redrive_at_s: tuple[Annotated[float, Field(ge=0.0)], ...] = ()
+
+
+class Workers(_Section):
+    """The consumers. ``ack_policy`` "after_commit" is the reference design;
+    "before_processing" acks on receipt (a known-bad candidate). ``transaction_scope``
+    "unit_of_work" spans the attempt's store calls; "autocommit" commits each call alone.
+    A write conflict is retried in place ``conflict_retries`` times (exponential backoff with
+    full jitter: uniform in ``[0, conflict_backoff_s * 2**n]``), then the message is nacked."""
+
+    count: int = Field(8, ge=1, le=1000)
+    ack_policy: Literal["after_commit", "before_processing"] = "after_commit"
+    transaction_scope: Literal["unit_of_work", "autocommit"] = "unit_of_work"
+    conflict_retries: int = Field(3, ge=0, le=100)
+    conflict_backoff_s: float = Field(0.05, ge=0.0, le=3600.0)
+    restart_delay_s: float = Field(30.0, ge=0.0, le=DAY)
+
+
+class Stores(_Section):
+    """The stores of ``model``: backend, isolation level and uniqueness (design parameters).
+    Every store call takes an exponentially distributed latency of mean ``latency_mean_s``."""
+
+    backend: Literal["sqlite", "memory"] = "sqlite"
+    isolation: Literal["serializable", "read_committed"] = "serializable"
+    unique_markers: bool = True
+    unique_outbox_keys: bool = True
+    latency_mean_s: float = Field(0.004, ge=0.0, le=60.0)
+
+    @model_validator(mode="after")
+    def _sqlite_is_serializable(self) -> "Stores":
+        if self.backend == "sqlite" and self.isolation != "serializable":
+            raise ValueError("isolation: sqlite offers only 'serializable'; use backend = 'memory' for 'read_committed'")
+        return self
+
+
+CrashPhase = Literal["before_call", "after_call", "after_commit", "during_ack"]
+
+
+class ScheduledCrash(_Section):
+    """Crash the worker holding the ``delivery``-th delivery (1-based, counted over the whole
+    run) at ``phase``; for call phases, at store call number ``call`` (0-based)."""
+
+    delivery: int = Field(ge=1)
+    phase: CrashPhase
+    call: int = Field(0, ge=0, le=1000)
+
+
+class Deployment(_Section):
+    """A rolling deployment starting at ``at_s``: each worker in turn is stopped (a crash
+    wherever it is) and comes back ``worker_down_s`` later, then the next one."""
+
+    at_s: float = Field(ge=0.0)
+    worker_down_s: float = Field(20.0, ge=0.0, le=DAY)
+
+
+class Faults(_Section):
+    """Worker crashes: a probability per opportunity for each phase (before or after each store
+    call, after the commit before the ack, during the ack), scheduled crashes, deployments."""
+
+    crash_before_call: Probability = 0.0
+    crash_after_call: Probability = 0.0
+    crash_after_commit: Probability = 0.0
+    crash_during_ack: Probability = 0.0
+    crashes: tuple[ScheduledCrash, ...] = ()
+    deployments: tuple[Deployment, ...] = ()
+
+
+class Mail(_Section):
+    """The outbox relay and the mail provider it sends reminders to (with the event key as the
+    provider's idempotency key). Transient errors are retried every poll up to
+    ``max_attempts``; permanent errors (invalid input, 4xx) fail the event at once."""
+
+    poll_interval_s: float = Field(5.0, gt=0.0, le=3600.0)
+    batch: int = Field(100, ge=1, le=100_000)
+    latency_s: float = Field(0.05, ge=0.0, le=60.0)
+    transient_error_probability: Probability = 0.0
+    permanent_error_probability: Probability = 0.0
+    max_attempts: int = Field(5, ge=1, le=1000)
+
+
+class Slo(_Section):
+    """Thresholds on the SLO figures of DESIGN.md (virtual seconds, counts). Each is an upper
+    bound except ``throughput_per_s``, a lower bound. A missed threshold fails the run."""
+
+    throughput_per_s: float | None = Field(None, ge=0.0)
+    end_to_end_p50_s: float | None = Field(None, ge=0.0)
+    end_to_end_p95_s: float | None = Field(None, ge=0.0)
+    end_to_end_p99_s: float | None = Field(None, ge=0.0)
+    recovery_time_p50_s: float | None = Field(None, ge=0.0)
+    recovery_time_p95_s: float | None = Field(None, ge=0.0)
+    recovery_time_p99_s: float | None = Field(None, ge=0.0)
+    recovery_time_max_s: float | None = Field(None, ge=0.0)
+    queue_depth_max: float | None = Field(None, ge=0.0)
+    oldest_message_age_max_s: float | None = Field(None, ge=0.0)
+    redeliveries: float | None = Field(None, ge=0.0)
+    dead_lettered: float | None = Field(None, ge=0.0)
+    retries_p99: float | None = Field(None, ge=0.0)
+
+    def thresholds(self) -> dict[str, float]:
+        """The thresholds that are set, by figure name."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+class Run(_Section):
+    """When the world stops: once all planned events have happened and the queue, the
+    scheduler and the outbox are idle (checked every ``idle_check_s``), or at ``max_time_s``."""
+
+    max_time_s: float = Field(30 * DAY, gt=0.0, le=400 * DAY)
+    idle_check_s: float = Field(10.0, gt=0.0, le=DAY)
+
+
+class Scenario(_Section):
+    """A whole scenario. ``epoch`` is the wall-clock instant of virtual time 0 (UTC)."""
+
+    name: str = Field("scenario", min_length=1, max_length=200)
+    seed: int = Field(0, ge=0, le=2**63 - 1)
+    epoch: datetime = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    workload: Workload = Workload()
+    scheduler: Scheduler = Scheduler()
+    queue: Queue = Queue()
+    workers: Workers = Workers()
+    stores: Stores = Stores()
+    faults: Faults = Faults()
+    mail: Mail = Mail()
+    slo: Slo = Slo()
+    run: Run = Run()
+
+    @field_validator("epoch")
+    @classmethod
+    def _utc(cls, v: datetime) -> datetime:
+        return v.replace(tzinfo=timezone.utc) if v.tzinfo is None else v.astimezone(timezone.utc)
+
+
+def _describe_range(model: type[BaseModel], loc: tuple) -> str:
+    """'allowed: 0 < value <= 43200' from the constraints of the field at ``loc``."""
+    cls = model
+    info = None
+    for part in loc:
+        if not isinstance(part, str) or cls is None or part not in getattr(cls, "model_fields", {}):
+            break
+        info = cls.model_fields[part]
+        ann = info.annotation
+        cls = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+    if info is None:
+        return ""
+    lo = hi = ""
+    for m in info.metadata:
+        if isinstance(m, at.Gt):
+            lo = f"{m.gt} < "
+        elif isinstance(m, at.Ge):
+            lo = f"{m.ge} <= "
+        elif isinstance(m, at.Lt):
+            hi = f" < {m.lt}"
+        elif isinstance(m, at.Le):
+            hi = f" <= {m.le}"
+    if lo or hi:
+        return f"allowed: {lo}value{hi}"
+    return ""
+
+
+def _one_line(exc: ValidationError, source: str) -> str:
+    err = exc.errors()[0]
+    loc = tuple(err["loc"])
+    field = ".".join(str(p) for p in loc) or "(top level)"
+    etype = err["type"]
+    if etype == "extra_forbidden":
+        parent = Scenario
+        for part in loc[:-1]:
+            ann = parent.model_fields[part].annotation if isinstance(part, str) and part in parent.model_fields else None
+            if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
+                break
+            parent = ann
+        allowed = ", ".join(parent.model_fields)
+        return f"{source}: {field}: unknown key (allowed keys here: {allowed})"
+    msg = err["msg"].removeprefix("Value error, ")
+    rng = _describe_range(Scenario, loc)
+    got = err.get("input")
+    got_s = "" if isinstance(got, dict) else f" (got {got!r})"
+    return f"{source}: {field}: {msg}{got_s}" + (f"; {rng}" if rng and rng not in msg else "")
+
+
+def parse(data: dict, source: str = "scenario") -> Scenario:
+    """Validate a scenario given as a dict (the parsed TOML). Raises ``ScenarioError``."""
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        raise ScenarioError(_one_line(exc, source)) from None
+
+
+def load(path: str | Path) -> Scenario:
+    """Read and validate a scenario file.
+
+    Raises ``ScenarioError`` (one line) for a missing or unreadable file, invalid TOML, an
+    unknown key, a wrong type or an out-of-range value.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError(f"{p}: scenario file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError(f"{p}: cannot read scenario file: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{p}: not valid TOML: {exc}") from None
+    return parse(data, str(p))
+
+
+def with_overrides(scenario: Scenario, seed: int | None = None) -> Scenario:
+    """A copy of ``scenario`` with the command line's overrides applied (re-validated)."""
+    data = scenario.model_dump()
+    if seed is not None:
+        data["seed"] = seed
+    return parse(data, "--seed" if seed is not None else "scenario")

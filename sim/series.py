@@ -1,0 +1,131 @@
+"""Time series and spans derived from the history, for SLO figures, plots and notebooks.
+
+Pure functions: history in, pandas out. Nothing here is counted while the world runs.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pandas as pd
+
+from sim.history import Record
+
+_FAILURES = frozenset({"crashed", "nacked", "tx_rolled_back", "processor_error"})
+_TERMINAL = frozenset({"acked", "retention_expired"})
+
+
+def message_transitions(history: Sequence[Record]) -> list[tuple[float, int, int, str]]:
+    """Every state change of every message, sorted by (time, seq).
+
+    Returns tuples ``(time, seq, message_id, state)`` with state "visible", "in_flight",
+    "dlq" or "deleted". A message becomes visible at its ``visible_at`` (publish, nack), at a
+    visibility expiry or a redrive; in flight at a delivery (spurious duplicate copies are not
+    state changes); leaves at an ack, a retention expiry or dead-lettering.
+    """
+    out: list[tuple[float, int, int, str]] = []
+    for r in history:
+        k = r.kind
+        if r.message_id is None:
+            continue
+        if k in ("published", "nacked"):
+            out.append((r.visible_at, r.seq, r.message_id, "visible"))
+        elif k in ("visibility_expired", "redriven"):
+            out.append((r.time, r.seq, r.message_id, "visible"))
+        elif k == "delivered" and r.detail != "duplicate":
+            out.append((r.time, r.seq, r.message_id, "in_flight"))
+        elif k in _TERMINAL:
+            out.append((r.time, r.seq, r.message_id, "deleted"))
+        elif k == "dead_lettered":
+            out.append((r.time, r.seq, r.message_id, "dlq"))
+    out.sort(key=lambda t: (t[0], t[1]))
+    return out
+
+
+def queue_series(history: Sequence[Record]) -> pd.DataFrame:
+    """Queue depth over time: columns ``time`` (virtual s), ``visible``, ``in_flight``.
+
+    One row per state change, holding the counts from that time on (a step function).
+    ``visible`` is the number of receivable messages (delayed ones excluded, like SQS's
+    ApproximateNumberOfMessagesVisible); ``in_flight`` the received, not yet acked ones.
+    """
+    state: dict[int, str] = {}
+    visible = in_flight = 0
+    rows: list[tuple[float, int, int]] = []
+    for time, _seq, mid, new in message_transitions(history):
+        old = state.get(mid)
+        if old == "deleted" or old == new:
+            continue  # a stale visible_at after deletion
+        visible += (new == "visible") - (old == "visible")
+        in_flight += (new == "in_flight") - (old == "in_flight")
+        state[mid] = new
+        rows.append((time, visible, in_flight))
+    return pd.DataFrame(rows, columns=["time", "visible", "in_flight"])
+
+
+def message_ages(history: Sequence[Record]) -> pd.Series:
+    """Per message, virtual seconds from its first becoming visible to leaving the queue
+    (ack, retention expiry, dead-lettering) or to the end of the history; index message id."""
+    first: dict[int, float] = {}
+    gone: dict[int, float] = {}
+    for time, _seq, mid, new in message_transitions(history):
+        if new == "visible" and mid not in first and mid not in gone:
+            first[mid] = time
+        elif new in ("deleted", "dlq") and mid not in gone:
+            gone[mid] = time
+    end = history[-1].time if history else 0.0
+    ages = {m: gone.get(m, max(end, t0)) - t0 for m, t0 in first.items()}
+    return pd.Series(ages, dtype=float)
+
+
+def recovery_times(history: Sequence[Record]) -> pd.Series:
+    """Recovery time per message: from its first failed execution (crash while holding it,
+    nack, rolled-back transaction, processor error) to the ack that deleted it, in virtual
+    seconds; index message id. Messages never acked are left out (see ``dead_lettered``)."""
+    first_failure: dict[int, float] = {}
+    out: dict[int, float] = {}
+    for r in history:
+        if r.message_id is None:
+            continue
+        if r.kind in _FAILURES and r.message_id not in first_failure:
+            first_failure[r.message_id] = r.time
+        elif r.kind == "acked" and r.message_id in first_failure:
+            out[r.message_id] = r.time - first_failure[r.message_id]
+    return pd.Series(out, dtype=float)
+
+
+def end_to_end_latencies(history: Sequence[Record]) -> pd.Series:
+    """Per committed cleanup, virtual seconds from its deadline to its commit."""
+    return pd.Series(
+        [r.time - r.deadline for r in history if r.kind == "cleanup_applied" and r.deadline is not None],
+        dtype=float,
+    )
+
+
+def throughput_series(history: Sequence[Record], bin_s: float = 60.0) -> pd.DataFrame:
+    """Acks per virtual second in bins of ``bin_s``: columns ``time`` (bin start), ``acks_per_s``."""
+    acks = pd.Series([r.time for r in history if r.kind == "acked"], dtype=float)
+    if acks.empty:
+        return pd.DataFrame({"time": [], "acks_per_s": []})
+    bins = (acks // bin_s).astype(int)
+    counts = bins.value_counts().sort_index()
+    full = counts.reindex(range(int(bins.min()), int(bins.max()) + 1), fill_value=0)
+    return pd.DataFrame({"time": full.index * bin_s, "acks_per_s": full.to_numpy() / bin_s})
+
+
+def attempt_spans(history: Sequence[Record]) -> pd.DataFrame:
+    """Each worker's hold of each delivery: columns ``worker``, ``message_id``, ``start``,
+    ``end`` (virtual s), ``outcome`` ("acked", "ack_stale", "nacked", "crashed", "open").
+    """
+    open_: dict[str, tuple[int, float]] = {}
+    rows: list[tuple[str, int, float, float, str]] = []
+    for r in history:
+        if r.kind == "delivered":
+            open_[r.actor] = (r.message_id, r.time)
+        elif r.kind in ("acked", "ack_stale", "nacked", "crashed") and r.actor in open_:
+            mid, start = open_.pop(r.actor)
+            rows.append((r.actor, mid, start, r.time, r.kind))
+    end = history[-1].time if history else 0.0
+    for worker, (mid, start) in open_.items():
+        rows.append((worker, mid, start, end, "open"))
+    return pd.DataFrame(rows, columns=["worker", "message_id", "start", "end", "outcome"])

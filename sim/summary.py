@@ -1,0 +1,70 @@
+"""The machine-readable summary of one run (summary.json, fixed keys: see DESIGN.md)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Sequence
+
+from sim.history import Record
+from sim.invariants import check_all
+from sim.scenario import Scenario
+from sim.slo import evaluate, figures
+from sim.world import Outcome
+
+
+def counts(history: Sequence[Record]) -> dict[str, int]:
+    """Event counts derived from the history: jobs, deliveries, crashes (and per phase),
+    conflicts, acks, nacks, cleanups, reminders, lifecycle steps."""
+    kinds = Counter(r.kind for r in history)
+    phases = Counter(r.detail for r in history if r.kind == "crashed")
+    conflicts = sum(1 for r in history if r.kind == "tx_rolled_back" and r.detail.endswith("Error"))
+    out = {
+        "accounts": kinds["account_created"],
+        "jobs": kinds["published"],
+        "deliveries": kinds["delivered"],
+        "duplicate_deliveries": sum(1 for r in history if r.kind == "delivered" and r.detail == "duplicate"),
+        "crashes": kinds["crashed"],
+    }
+    for phase in ("before_call", "after_call", "after_commit", "during_ack", "deployment"):
+        out[f"crashes_{phase}"] = phases[phase]
+    out.update({
+        "conflicts": conflicts,
+        "processor_errors": kinds["processor_error"],
+        "acks": kinds["acked"],
+        "stale_acks": kinds["ack_stale"],
+        "nacks": kinds["nacked"],
+        "visibility_expired": kinds["visibility_expired"],
+        "dead_lettered": kinds["dead_lettered"],
+        "retention_expired": kinds["retention_expired"],
+        "publish_refused": kinds["publish_refused"],
+        "deduplicated": kinds["deduplicated"],
+        "cleanups": kinds["cleanup_applied"],
+        "outbox_events": kinds["outbox_added"],
+        "reminders_sent": kinds["reminder_sent"],
+        "reminders_failed": kinds["reminder_failed"],
+        "renewals": kinds["renewed"],
+        "extensions": kinds["extended"],
+        "term_rollovers": kinds["term_rolled_over"],
+        "resubscriptions": kinds["resubscribed"],
+        "deletions": kinds["account_deleted"],
+        "records": len(history),
+    })
+    return out
+
+
+def build_summary(scenario: Scenario, outcome: Outcome) -> dict:
+    """``{"scenario", "seed", "invariants", "slo", "counts"}`` for one finished run."""
+    history = outcome.history
+    return {
+        "scenario": scenario.name,
+        "seed": scenario.seed,
+        "invariants": check_all(history, outcome.final),
+        "slo": evaluate(figures(history), scenario.slo.thresholds()),
+        "counts": counts(history),
+    }
+
+
+def passed(summary: dict) -> bool:
+    """True when every invariant holds and no SLO threshold is missed."""
+    return (all(v["holds"] for v in summary["invariants"].values())
+            and all(v["met"] is not False for v in summary["slo"].values()))

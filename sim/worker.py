@@ -1,0 +1,192 @@
+"""Workers: the consumers that receive a job, run the processor, commit, then ack.
+
+A worker's life, as a SimPy process: wait for a delivery; begin a unit of work; run the
+processor (each store call lets virtual time pass and may be a crash point); commit; ack.
+A write conflict rolls back and is retried in place after a backoff, then nacked; an error of
+the processor's own is rolled back and nacked. A crash (a fault-plan decision, or an interrupt
+from the fault injector) abandons the attempt, rolls its transaction back, leaves the message
+in flight until its visibility timeout, and keeps the worker down for its restart delay.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Callable
+
+import simpy
+
+from model.errors import ConflictError
+from sim.interleave import Attempt, Finished
+from sim.queue import Delivery
+
+
+class WorkerCrash(Exception):
+    """Raised inside the worker process (never inside the processor) when it must crash."""
+
+    def __init__(self, phase: str, down_s: float) -> None:
+        super().__init__(phase)
+        self.phase = phase
+        self.down_s = down_s
+
+
+class _State:
+    """What a crash must clean up: the running attempt and the held delivery."""
+
+    __slots__ = ("attempt", "delivery", "receiving")
+
+    def __init__(self) -> None:
+        self.attempt: Attempt | None = None
+        self.delivery: Delivery | None = None
+        self.receiving: simpy.Event | None = None
+
+
+def worker(world, name: str, processor: Callable, rng: random.Random):
+    """SimPy process of one consumer named ``name`` running ``processor``.
+
+    Runs forever; the world stops the simulation. ``rng`` is this worker's own random stream
+    (store latencies and crash draws).
+    """
+    env, queue, cfg = world.env, world.queue, world.scenario.workers
+    session = world.db.session()
+    state = _State()
+    while True:
+        try:
+            state.receiving = queue.receive(name)
+            delivery = yield state.receiving
+            state.receiving = None
+            state.delivery = delivery
+            yield from _handle(world, name, processor, rng, session, state, delivery)
+            state.delivery = None
+        except (WorkerCrash, simpy.Interrupt) as exc:
+            if isinstance(exc, simpy.Interrupt):
+                phase, down_s = exc.cause
+            else:
+                phase, down_s = exc.phase, exc.down_s
+            _crash(world, name, session, state, phase)
+            down_until = env.now + down_s
+            while env.now < down_until:
+                try:
+                    yield env.timeout(down_until - env.now)
+                except simpy.Interrupt as again:  # a deployment reaching a worker already down
+                    down_until = max(down_until, env.now + again.cause[1])
+            world.history.record("restarted", name)
+
+
+def _crash(world, name: str, session, state: _State, phase: str) -> None:
+    held = state.delivery
+    if state.receiving is not None:
+        if state.receiving.triggered:
+            held = state.receiving.value  # received, then died before looking at it
+        else:
+            world.queue.cancel(state.receiving)
+    if state.attempt is not None:
+        state.attempt.abandon()
+        state.attempt = None
+    rolled_back = session.in_transaction
+    if rolled_back:
+        session.rollback()
+    job = held.job if held else None
+    world.history.record(
+        "crashed", name, message_id=held.message_id if held else None,
+        account_id=job.account_id if job else None, cleanup_version=job.cleanup_version if job else None,
+        receive_count=held.receive_count if held else None, detail=phase)
+    if rolled_back and held is not None:
+        _log_tx(world, "tx_rolled_back", name, held, "crash")
+    state.delivery = None
+    state.receiving = None
+
+
+def _log_tx(world, kind: str, name: str, d: Delivery, detail: str) -> None:
+    world.history.record(kind, name, message_id=d.message_id, account_id=d.job.account_id,
+                         cleanup_version=d.job.cleanup_version, receive_count=d.receive_count,
+                         deadline=d.deadline_s, detail=detail)
+
+
+def _latency(world, rng: random.Random) -> float:
+    mean = world.scenario.stores.latency_mean_s
+    return world.latency_factor(world.env.now) * (rng.expovariate(1.0 / mean) if mean > 0 else 0.0)
+
+
+def _handle(world, name, processor, rng, session, state: _State, delivery: Delivery):
+    env, queue, cfg = world.env, world.queue, world.scenario.workers
+    plan, restart = world.fault_plan, cfg.restart_delay_s
+    unit_of_work = cfg.transaction_scope == "unit_of_work"
+    if cfg.ack_policy == "before_processing":
+        yield from _ack(world, name, rng, delivery)
+    for attempt_no in range(cfg.conflict_retries + 1):
+        if unit_of_work:
+            session.begin()
+        attempt = Attempt(processor, delivery.job, {
+            "accounts": session.accounts, "cleanup_store": session.cleanup_store, "outbox": session.outbox})
+        state.attempt = attempt
+        world.history.record("attempt_started", name, message_id=delivery.message_id,
+                             account_id=delivery.job.account_id,
+                             cleanup_version=delivery.job.cleanup_version,
+                             receive_count=delivery.receive_count, detail=str(attempt_no))
+        error = None
+        try:
+            step = attempt.step()
+            while not isinstance(step, Finished):
+                if step.when == "before":
+                    yield env.timeout(_latency(world, rng))
+                    if plan.crash(rng, delivery.number, "before_call", step.index):
+                        raise WorkerCrash("before_call", restart)
+                else:
+                    if not unit_of_work:
+                        _record_writes(world, name, delivery, session.take_autocommitted())
+                    if plan.crash(rng, delivery.number, "after_call", step.index):
+                        raise WorkerCrash("after_call", restart)
+                step = attempt.step()
+            state.attempt = None
+            error = step.error
+            if error is None and unit_of_work:
+                yield env.timeout(_latency(world, rng))  # the commit's round trip
+                writes = session.commit()
+                _log_tx(world, "tx_committed", name, delivery, str(len(writes)))
+                _record_writes(world, name, delivery, writes)
+        except ConflictError as exc:  # the commit itself conflicted
+            error = exc
+        if error is None:
+            break
+        if session.in_transaction:
+            session.rollback()
+        if isinstance(error, ConflictError):
+            _log_tx(world, "tx_rolled_back", name, delivery, type(error).__name__)
+            if attempt_no < cfg.conflict_retries:
+                yield env.timeout(rng.uniform(0.0, cfg.conflict_backoff_s * 2 ** attempt_no))  # full jitter
+                continue
+        else:
+            _log_tx(world, "processor_error", name, delivery, f"{type(error).__name__}: {error}")
+            if unit_of_work:
+                _log_tx(world, "tx_rolled_back", name, delivery, "processor_error")
+        if cfg.ack_policy == "after_commit":
+            yield env.timeout(queue.config.ack_latency_s)
+            queue.nack(delivery, name, queue.backoff(delivery.receive_count))
+        return
+    if cfg.ack_policy == "after_commit":
+        if plan.crash(rng, delivery.number, "after_commit"):
+            raise WorkerCrash("after_commit", restart)
+        yield from _ack(world, name, rng, delivery)
+
+
+def _ack(world, name, rng, delivery: Delivery):
+    yield world.env.timeout(world.queue.config.ack_latency_s)
+    if world.fault_plan.crash(rng, delivery.number, "during_ack"):
+        raise WorkerCrash("during_ack", world.scenario.workers.restart_delay_s)
+    world.queue.ack(delivery, name)
+
+
+_WRITE_KINDS = {"cleanup_applied": "cleanup_applied", "outbox_added": "outbox_added"}
+
+
+def _record_writes(world, name: str, delivery: Delivery, writes) -> None:
+    """Record the effects the stores committed (ground truth), not what the processor meant."""
+    for w in writes:
+        kind = _WRITE_KINDS.get(w.kind)
+        if kind is None:
+            continue  # account writes by a processor are not part of this design
+        deadline = delivery.deadline_s if (w.account_id, w.cleanup_version) == (
+            delivery.job.account_id, delivery.job.cleanup_version) else world.deadline_of(w.account_id, w.cleanup_version)
+        world.history.record(kind, name, message_id=delivery.message_id, account_id=w.account_id,
+                             cleanup_version=w.cleanup_version, receive_count=delivery.receive_count,
+                             deadline=deadline, detail=w.event_key or "")

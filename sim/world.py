@@ -1,0 +1,168 @@
+"""The world: one SimPy environment with every actor wired to one history and one database.
+
+``World(scenario, processor).run()`` builds the stores, plans the workload, starts the actors
+(scheduler, queue, workers, renewals, outbox relay, fault injector, operator) and runs virtual
+time until the planned events are over and the pipeline is idle, or ``run.max_time_s``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Callable
+
+import simpy
+
+from model.job import Account
+from model.processor import process as reference_process
+from model.store_api import DbOptions, OutboxEvent
+from model.stores import open_database
+from sim.faults import FaultPlan, fault_injector
+from sim.history import History, Record
+from sim.outbox_relay import OutboxRelay
+from sim.queue import Queue
+from sim.renewals import Renewals, plan_workload
+from sim.scenario import Scenario
+from sim.scheduler import Scheduler
+from sim.worker import worker
+
+
+def stream(seed: int, name: str) -> random.Random:
+    """An independent, reproducible random stream for the actor ``name``."""
+    digest = hashlib.sha256(f"{seed}:{name}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+@dataclass(frozen=True, slots=True)
+class FinalState:
+    """What the stores hold when the world stops (ground truth for the invariants):
+    accounts by id order, cleanup markers (duplicates kept), outbox events by insertion."""
+
+    accounts: tuple[Account, ...]
+    markers: tuple[tuple[str, int], ...]
+    outbox: tuple[OutboxEvent, ...]
+    dead_letter_queue: tuple[int, ...]
+    in_flight: tuple[int, ...]
+    end_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A finished run: the history and the final state."""
+
+    history: tuple[Record, ...]
+    final: FinalState
+
+
+class World:
+    """Everything one run needs. ``db_path`` is the SQLite file (a temporary one by default).
+    Raises ValueError (from the stores) for an impossible store configuration."""
+
+    def __init__(self, scenario: Scenario, processor: Callable = reference_process,
+                 db_path: str | Path | None = None, progress: Callable[[float], None] | None = None) -> None:
+        self.scenario = scenario
+        self.processor = processor
+        self.progress = progress
+        self.env = simpy.Environment()
+        self.history = History(lambda: self.env.now)
+        self._tmp = None
+        st = scenario.stores
+        options = DbOptions(st.isolation, st.unique_markers, st.unique_outbox_keys)
+        if st.backend == "sqlite" and db_path is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="acksim-")
+            db_path = Path(self._tmp.name) / "stores.db"
+        self.db = open_database(st.backend, str(db_path) if db_path else None, options)
+        seed = scenario.seed
+        self.queue = Queue(self.env, self.history, scenario.queue, stream(seed, "queue"))
+        self.fault_plan = FaultPlan(scenario.faults)
+        self.scheduler = Scheduler(self, stream(seed, "scheduler"))
+        self.initial_deadlines, ops = plan_workload(scenario.workload, stream(seed, "workload"))
+        self.renewals = Renewals(self, ops)
+        self.relay = OutboxRelay(self, stream(seed, "outbox-relay"))
+        self.workers: list[simpy.Process] = []
+
+    # --- time ------------------------------------------------------------------------------
+    def to_datetime(self, t: float) -> datetime:
+        """Virtual seconds → aware UTC datetime (microsecond precision)."""
+        return self.scenario.epoch + timedelta(seconds=t)
+
+    def to_virtual(self, dt: datetime) -> float:
+        """Aware datetime → virtual seconds."""
+        return (dt - self.scenario.epoch).total_seconds()
+
+    def latency_factor(self, now: float) -> float:
+        """Multiplier on store latencies at ``now`` (1.0: no latency spike)."""
+        return 1.0
+
+    def deadline_of(self, account_id: str, cleanup_version: int) -> float | None:
+        """The deadline of (account, version) as recorded by the lifecycle, if known."""
+        for r in reversed(self.history.records):  # rare: a processor writing another job's marker
+            if (r.account_id, r.cleanup_version) == (account_id, cleanup_version) and r.deadline is not None:
+                return r.deadline
+        return None
+
+    # --- running ---------------------------------------------------------------------------
+    def run(self) -> Outcome:
+        """Run to the end; returns the history and the final store state."""
+        sc, env = self.scenario, self.env
+        self.renewals.create_accounts(self.initial_deadlines)
+        env.process(self.renewals.run())
+        if sc.scheduler.mode == "cron":
+            env.process(self.scheduler.cron())
+        env.process(self.relay.run())
+        for i in range(1, sc.workers.count + 1):
+            name = f"worker-{i}"
+            self.workers.append(env.process(worker(self, name, self.processor, stream(sc.seed, name))))
+        if sc.faults.deployments:
+            env.process(fault_injector(self, sc.faults.deployments))
+        for at in sorted(sc.queue.redrive_at_s):
+            env.process(self._redrive(at))
+        env.run(until=env.process(self._until_idle()))
+        return Outcome(tuple(self.history.records), self.final_state())
+
+    def _redrive(self, at: float):
+        yield self.env.timeout(at)
+        self.queue.redrive("operator")
+
+    def _planned_end(self) -> float:
+        last_op = self.renewals.ops[-1].at_s if self.renewals.ops else 0.0
+        last_deadline = max(self.initial_deadlines.values(), default=0.0)
+        ends = [last_op, last_deadline, *self.scenario.queue.redrive_at_s,
+                *(d.at_s for d in self.scenario.faults.deployments)]
+        return max(ends)
+
+    def _until_idle(self):
+        env, sc = self.env, self.scenario
+        end = min(self._planned_end(), sc.run.max_time_s)
+        step = max(end / 200.0, sc.run.idle_check_s)
+        while env.now < end:  # move in steps so a progress bar can follow
+            yield env.timeout(min(step, end - env.now))
+            if self.progress:
+                self.progress(env.now)
+        while env.now < sc.run.max_time_s:
+            if (self.renewals.pending == 0 and self.scheduler.pending == 0 and self.queue.idle
+                    and self.relay.idle):
+                return
+            yield env.timeout(min(sc.run.idle_check_s, sc.run.max_time_s - env.now))
+            if self.progress:
+                self.progress(env.now)
+
+    def final_state(self) -> FinalState:
+        """Read the stores' committed state through a fresh session."""
+        s = self.db.session()
+        try:
+            return FinalState(tuple(s.accounts.all()), tuple(s.cleanup_store.markers()),
+                              tuple(s.outbox.events()), self.queue.dead_letter_queue,
+                              tuple(self.queue.in_flight()), float(self.env.now))
+        finally:
+            s.close()
+
+    def close(self) -> None:
+        """Close the database and remove a temporary SQLite file."""
+        self.db.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
