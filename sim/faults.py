@@ -65,3 +65,4 @@ def fault_injector(world, deployments) -> "simpy.events.ProcessGenerator":
             if proc.is_alive:
                 proc.interrupt(("deployment", dep.worker_down_s))
             yield env.timeout(dep.worker_down_s)
+            yield env.timeout(0)  # let the worker's own restart at this instant come first

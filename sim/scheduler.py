@@ -24,6 +24,21 @@ class Scheduler:
         self.world = world
         self.rng = rng
         self.pending = 0
+        self._cron_session = None
+
+    @property
+    def idle(self) -> bool:
+        """No armed target, no run under way, and (cron mode) no due account left to publish."""
+        if self.pending:
+            return False
+        if self.world.scenario.scheduler.mode != "cron":
+            return True
+        return not self._session().accounts.due(self.world.to_datetime(self.world.env.now), 1)
+
+    def _session(self):
+        if self._cron_session is None:
+            self._cron_session = self.world.db.session()
+        return self._cron_session
 
     def schedule(self, account_id: str, cleanup_version: int, deadline_s: float) -> None:
         """Arm a per-deadline target (no-op in cron mode, where runs find due accounts)."""
@@ -54,7 +69,7 @@ class Scheduler:
         """SimPy process of the cron mode: one run every ``cron_interval_s``."""
         world = self.world
         env, cfg = world.env, world.scenario.scheduler
-        session = world.db.session()
+        session = self._session()
         tick = 0
         while True:
             tick += 1

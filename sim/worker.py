@@ -103,8 +103,12 @@ def _log_tx(world, kind: str, name: str, d: Delivery, detail: str) -> None:
 
 
 def _latency(world, rng: random.Random) -> float:
-    mean = world.scenario.stores.latency_mean_s
-    return world.latency_factor(world.env.now) * (rng.expovariate(1.0 / mean) if mean > 0 else 0.0)
+    st = world.scenario.stores
+    mean = st.latency_mean_s
+    if mean <= 0:
+        return 0.0
+    base = mean if st.latency_distribution == "constant" else rng.expovariate(1.0 / mean)
+    return world.latency_factor(world.env.now) * base
 
 
 def _handle(world, name, processor, rng, session, state: _State, delivery: Delivery):

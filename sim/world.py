@@ -144,7 +144,7 @@ class World:
             if self.progress:
                 self.progress(env.now)
         while env.now < sc.run.max_time_s:
-            if (self.renewals.pending == 0 and self.scheduler.pending == 0 and self.queue.idle
+            if (self.renewals.pending == 0 and self.scheduler.idle and self.queue.idle
                     and self.relay.idle):
                 return
             yield env.timeout(min(sc.run.idle_check_s, sc.run.max_time_s - env.now))

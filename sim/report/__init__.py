@@ -1,0 +1,93 @@
+"""The report of one run: summary.json, report.md, report.html, events.csv and plots/*.png.
+
+One small renderer per output format (``summary_json``, ``markdown_page``, ``html_page``,
+``plots``; the events file is ``sim.history.to_csv``). ``write_report`` assembles them the way a
+careful editor files a document: everything is written into a fresh scratch folder beside the
+destination, and only a complete report is renamed into place, so a failure half way never
+leaves a half-written report and never damages the previous one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from sim.history import Record, to_csv
+from sim.report.html_page import render_html
+from sim.report.markdown_page import render_markdown
+from sim.report.plots import PLOTS, render_plots
+from sim.report.summary_json import render_summary_json
+
+__all__ = ["write_report", "PLOTS"]
+
+PLOTS_DIR = "plots"
+
+
+def write_report(out_dir: Path, summary: Mapping[str, Any], history: Sequence[Record], *,
+                 title: str) -> list[Path]:
+    """Write the report of one run into ``out_dir`` and return the written paths, sorted.
+
+    ``summary`` has the fixed shape of summary.json (DESIGN.md): ``scenario``, ``seed``,
+    ``invariants`` ``{name: {holds, violations, example}}``, ``slo`` ``{figure: {value,
+    threshold, met}}`` (virtual seconds) and ``counts``; ``history`` is the run's records in
+    order (may be empty). An existing ``out_dir`` is replaced, but only once the new report is
+    complete; the parent folder is created if missing.
+
+    Raises ValueError for a malformed summary (or an infinite float in it) and for an
+    ``out_dir`` without a name, NotADirectoryError when ``out_dir`` is an existing file, and
+    whatever a renderer or the file system raises; in every failure case no scratch folder is
+    left behind and a previous ``out_dir`` is left as it was.
+    """
+    out_dir = Path(out_dir)
+    if not out_dir.name or out_dir.name in (".", ".."):
+        raise ValueError(f"report folder {str(out_dir)!r} needs a name, e.g. 'out/report'")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise NotADirectoryError(f"report folder {str(out_dir)!r} exists and is not a folder")
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
+    try:
+        written = _write_files(staging, summary, history, title)
+        os.chmod(staging, 0o755)  # mkdtemp makes it private; a report folder is not
+        _move_into_place(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return sorted(out_dir / rel for rel in written)
+
+
+def _write_files(folder: Path, summary: Mapping[str, Any], history: Sequence[Record],
+                 title: str) -> list[str]:
+    summary_text = render_summary_json(summary)  # first: a malformed summary fails fast
+    plots = render_plots(history)
+    plot_links = [(f"{PLOTS_DIR}/{name}", caption) for name, caption, _png in plots]
+    files: dict[str, bytes] = {
+        "summary.json": summary_text.encode("utf-8"),
+        "report.md": render_markdown(summary, plot_links, title=title).encode("utf-8"),
+        "report.html": render_html(summary, plots, title=title).encode("utf-8"),
+        "events.csv": to_csv(history).encode("utf-8"),
+    }
+    files.update({f"{PLOTS_DIR}/{name}": png for name, _caption, png in plots})
+    (folder / PLOTS_DIR).mkdir()
+    for rel, data in files.items():
+        (folder / rel).write_bytes(data)
+    return list(files)
+
+
+def _move_into_place(staging: Path, out_dir: Path) -> None:
+    """Rename ``staging`` to ``out_dir``; an existing ``out_dir`` is set aside first and
+    restored if the rename fails, removed once the new one is in place."""
+    if not out_dir.exists():
+        os.rename(staging, out_dir)
+        return
+    suffix = staging.name.rsplit(".tmp-", 1)[1]  # unique, as mkdtemp made it
+    old = staging.with_name(f".{out_dir.name}.old-{suffix}")
+    os.rename(out_dir, old)
+    try:
+        os.rename(staging, out_dir)
+    except BaseException:
+        os.rename(old, out_dir)
+        raise
+    shutil.rmtree(old, ignore_errors=True)

@@ -1,0 +1,30 @@
+"""The report's plots, one PNG each, rendered from the history alone.
+
+``PLOTS`` lists them in display order as ``(file name, caption, renderer)``; every renderer
+takes the history and returns PNG bytes, and renders an empty history as an empty plot with a
+note instead of failing.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from sim.history import Record
+from sim.report.plots.end_to_end import plot_end_to_end
+from sim.report.plots.queue_depth import plot_queue_depth
+from sim.report.plots.recovery import plot_recovery_times
+from sim.report.plots.throughput import plot_throughput
+from sim.report.plots.timeline import plot_worker_timeline
+
+PLOTS: tuple[tuple[str, str, Callable[[Sequence[Record]], bytes]], ...] = (
+    ("queue_depth.png", "Queue depth: visible and in-flight messages", plot_queue_depth),
+    ("throughput.png", "Throughput: acks per second, per minute", plot_throughput),
+    ("recovery_time.png", "Recovery times: first failure to ack", plot_recovery_times),
+    ("end_to_end_ecdf.png", "End-to-end latency: deadline to committed cleanup (ECDF)", plot_end_to_end),
+    ("worker_timeline.png", "Worker timeline: attempts, crashes and redeliveries", plot_worker_timeline),
+)
+
+
+def render_plots(history: Sequence[Record]) -> list[tuple[str, str, bytes]]:
+    """Every plot of ``PLOTS`` for ``history``: ``(file name, caption, PNG bytes)`` in order."""
+    return [(name, caption, render(history)) for name, caption, render in PLOTS]
