@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import csv
 import io
-from dataclasses import astuple, dataclass, fields
+from dataclasses import dataclass, fields
+from operator import attrgetter
 from typing import Iterable, Sequence
 
 
@@ -96,8 +97,8 @@ def to_csv(records: Iterable[Record]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(COLUMNS)
-    for rec in records:
-        writer.writerow(["" if v is None else v for v in astuple(rec)])
+    row = attrgetter(*COLUMNS)
+    writer.writerows(["" if v is None else v for v in row(rec)] for rec in records)
     return buf.getvalue()
 
 
@@ -105,4 +106,5 @@ def to_frame(records: Sequence[Record]):
     """The history as a pandas DataFrame, one row per record, columns ``COLUMNS``."""
     import pandas as pd
 
-    return pd.DataFrame.from_records([astuple(r) for r in records], columns=list(COLUMNS))
+    row = attrgetter(*COLUMNS)
+    return pd.DataFrame.from_records([row(r) for r in records], columns=list(COLUMNS))

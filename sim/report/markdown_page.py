@@ -14,7 +14,7 @@ from sim.report import tables
 def render_markdown(summary: Mapping[str, Any], plots: Sequence[tuple[str, str]], *, title: str) -> str:
     """The text of report.md. ``plots`` are ``(relative path, caption)`` pairs in display
     order. Raises KeyError for a summary without the fixed keys."""
-    passed, line = tables.verdict(summary)
+    _passed, line = tables.verdict(summary)
     out = [
         f"# {_inline(title)}",
         "",

@@ -1,0 +1,94 @@
+"""The command line on real output: reports, exit codes, determinism, bad input."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sim.cli import main
+
+SMOKE = "scenarios/smoke.toml"
+
+
+def test_run_writes_the_report_and_exits_0(tmp_path, capsys):
+    out = tmp_path / "rep"
+    assert main(["run", SMOKE, "--out", str(out)]) == 0
+    assert capsys.readouterr().out.startswith("PASS: smoke seed 7: ")
+    names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
+    assert names == ["events.csv", "plots/end_to_end_ecdf.png", "plots/queue_depth.png",
+                     "plots/recovery_time.png", "plots/throughput.png", "plots/worker_timeline.png",
+                     "report.html", "report.md", "summary.json"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert list(summary) == ["scenario", "seed", "invariants", "slo", "counts"]
+    assert summary["scenario"] == "smoke" and summary["seed"] == 7
+    assert all(v["holds"] for v in summary["invariants"].values())
+    c = summary["counts"]
+    assert c["accounts"] == 300 and c["crashes_after_commit"] > 0 and c["crashes_before_call"] > 0
+    assert c["cleanups"] == c["outbox_events"] > 0
+    events = pd.read_csv(out / "events.csv")
+    assert len(events) == c["records"]
+    assert (events["kind"] == "cleanup_applied").sum() == c["cleanups"]
+
+
+def test_same_scenario_and_seed_give_the_same_bytes(tmp_path):
+    for name in ("a", "b"):
+        assert main(["run", SMOKE, "--out", str(tmp_path / name)]) == 0
+    for f in ("summary.json", "events.csv", "report.md"):
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes(), f
+    assert main(["run", SMOKE, "--seed", "8", "--out", str(tmp_path / "c")]) == 0
+    assert (tmp_path / "a" / "events.csv").read_bytes() != (tmp_path / "c" / "events.csv").read_bytes()
+
+
+def test_a_missed_slo_threshold_exits_1(tmp_path, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text(Path(SMOKE).read_text().replace("recovery_time_p99_s = 120", "recovery_time_p99_s = 1"))
+    assert main(["run", str(path), "--out", str(tmp_path / "rep")]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("FAIL: smoke") and "SLOs missed: recovery_time_p99_s" in out
+    slo = json.loads((tmp_path / "rep" / "summary.json").read_text())["slo"]["recovery_time_p99_s"]
+    assert slo["met"] is False and slo["value"] > 1
+
+
+def test_a_violated_invariant_exits_1(tmp_path, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text(Path(SMOKE).read_text().replace("[workers]\n", '[workers]\nack_policy = "before_processing"\n'))
+    assert main(["run", str(path), "--out", str(tmp_path / "rep")]) == 1
+    assert "invariants violated: ack_after_durable" in capsys.readouterr().out
+
+
+def test_unknown_key_is_bad_input(tmp_path, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text(Path(SMOKE).read_text() + "\n[run]\nbogus = 1\n")
+    assert main(["run", str(path), "--out", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err
+    assert "run.bogus: unknown key (allowed keys here: max_time_s, idle_check_s)" in err and err.count("\n") == 1
+    assert not (tmp_path / "rep").exists()
+
+
+@pytest.mark.parametrize("replace, message", [
+    (("visibility_timeout_s = 30", "visibility_timeout_s = 0"), "queue.visibility_timeout_s: Input should be greater than 0"),
+    (("count = 4", "count = -2"), "workers.count: Input should be greater than or equal to 1"),
+    (("count = 4", 'count = "four"'), "workers.count: Input should be a valid integer"),
+    (("[queue]\n", "[queue]\nmax_delay_s = 700000\n"), "queue.max_delay_s: Input should be less than or equal to 604800"),
+    (("[workload]", "[workload"), "not valid TOML"),
+])
+def test_bad_values_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, replace, message):
+    path = tmp_path / "s.toml"
+    path.write_text(Path(SMOKE).read_text().replace(*replace))
+    assert main(["run", str(path), "--out", str(tmp_path / "rep")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("acksim: error: ") and message in err and err.count("\n") == 1
+    assert not (tmp_path / "rep").exists()
+
+
+def test_missing_file_and_bad_arguments_exit_2(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "sim.cli", "run", str(tmp_path / "none.toml")],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.strip().endswith("none.toml: scenario file not found")
+    r = subprocess.run([sys.executable, "-m", "sim.cli", "run", SMOKE, "--seed", "x"], capture_output=True, text=True)
+    assert r.returncode == 2 and "--seed: invalid int value: 'x'" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "sim.cli", "run", SMOKE, "--seed", "-1"], capture_output=True, text=True)
+    assert r.returncode == 2 and "seed: Input should be greater than or equal to 0" in r.stderr
