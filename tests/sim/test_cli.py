@@ -10,7 +10,7 @@ import pytest
 
 from sim.cli import main
 
-SMOKE = "scenarios/smoke.toml"
+SMOKE = str(Path(__file__).resolve().parents[2] / "scenarios" / "smoke.toml")
 
 
 def test_run_writes_the_report_and_exits_0(tmp_path, capsys):

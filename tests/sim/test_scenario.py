@@ -3,6 +3,7 @@ and the allowed range."""
 
 import pytest
 
+from sim.cli import DEFAULT_SCENARIO
 from sim.scenario import Scenario, ScenarioError, load, parse
 
 
@@ -15,7 +16,7 @@ def test_defaults_come_from_the_design_documents_and_sqs():
 
 
 def test_the_bundled_scenario_is_valid_and_big_enough():
-    s = load("scenarios/game-renewal.toml")
+    s = load(DEFAULT_SCENARIO)
     assert s.workload.accounts >= 20_000 and s.workload.deadline_window_s == 86_400
     assert s.workers.count == 8 and s.stores.backend == "sqlite" and s.queue.duplicate_probability == 0.01
     assert len(s.faults.deployments) == 1
