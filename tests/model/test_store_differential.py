@@ -92,7 +92,7 @@ def put(account_id: str, version: int = 1) -> tuple:
     return ("put", account_id, version, False, T0)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=10 * settings.default.max_examples, deadline=None)  # ci: 400, nightly: 20,000
 # SQLite behaviours worth pinning: busy snapshot then retry; a busy first write takes no
 # snapshot; a commit that changed nothing makes no snapshot stale.
 @example(2, True, True, [(0, ("begin",)), (0, ("get", "a")), (1, put("a")),
