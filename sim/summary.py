@@ -47,9 +47,29 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
         "term_rollovers": kinds["term_rolled_over"],
         "resubscriptions": kinds["resubscribed"],
         "deletions": kinds["account_deleted"],
+        "lifecycle_during_attempts": lifecycle_during_attempts(history),
         "records": len(history),
     })
     return out
+
+
+_LIFECYCLE = frozenset({"renewed", "extended", "term_rolled_over", "resubscribed", "account_deleted"})
+
+
+def lifecycle_during_attempts(history: Sequence[Record]) -> int:
+    """How many lifecycle commits (renewal, extension, roll-over, re-subscription, deletion)
+    landed while a worker's attempt on that same account was under way (between its
+    ``attempt_started`` and the end of its transaction): the races the design must survive."""
+    open_: dict[str, str] = {}  # worker -> account of its running attempt
+    hits = 0
+    for r in history:
+        if r.kind == "attempt_started":
+            open_[r.actor] = r.account_id
+        elif r.kind in ("tx_committed", "tx_rolled_back", "crashed"):
+            open_.pop(r.actor, None)
+        elif r.kind in _LIFECYCLE and r.account_id in open_.values():
+            hits += 1
+    return hits
 
 
 def build_summary(scenario: Scenario, outcome: Outcome) -> dict:

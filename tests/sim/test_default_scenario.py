@@ -22,6 +22,7 @@ def test_the_default_scenario_passes_with_hundreds_of_crashes_in_every_phase():
         assert c[f"crashes_{phase}"] >= 300, phase
     assert c["crashes_deployment"] == 8
     assert c["duplicate_deliveries"] >= 100 and c["renewals"] >= 2_000 and c["term_rollovers"] >= 2_000
+    assert c["lifecycle_during_attempts"] >= 100  # renewals etc. landing while a job is in flight
     assert c["extensions"] > 0 and c["resubscriptions"] > 0 and c["deletions"] > 0
     assert all(v["holds"] for v in summary["invariants"].values()), summary["invariants"]
     assert 30.0 < slo["recovery_time_p99_s"]["value"] < 150.0

@@ -141,6 +141,7 @@ def test_serializable_stores_stop_a_renewal_racing_the_cleanup(tiny, backend, tm
                            db_path=tmp_path / "s.db" if backend == "sqlite" else None)
     rolled = [(r.time, r.detail) for r in outcome.history if r.kind == "tx_rolled_back"]
     assert rolled[0] == (103.0, "BusySnapshotError")
+    assert summary["counts"]["lifecycle_during_attempts"] == 1
     assert [r.cleanup_version for r in outcome.history if r.kind == "cleanup_applied"] == [2]  # next term only
     assert holds(summary) == ALL_HOLD
 
