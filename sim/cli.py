@@ -1,6 +1,6 @@
 """The command line: ``acksim run [SCENARIO] [--seed N] [--out DIR]``.
 
-Exit codes (fixed, DESIGN.md): 0 every invariant holds and every SLO threshold is met; 1 an
+Exit codes (fixed, docs/DESIGN.md): 0 every invariant holds and every SLO threshold is met; 1 an
 invariant is violated or a threshold missed; 2 bad input (scenario, arguments), reported as
 one line on stderr with nothing written.
 """
@@ -33,6 +33,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _progress_bar(total: float):
+    """A tqdm bar over virtual seconds on a terminal (none otherwise). ``total`` is the last
+    planned event; the drain after it (roll-overs, redeliveries) grows the total as it goes."""
     if not sys.stderr.isatty():
         return None, lambda: None
     from tqdm import tqdm
@@ -40,10 +42,29 @@ def _progress_bar(total: float):
     bar = tqdm(total=round(total), unit="vs", desc="simulating", file=sys.stderr, leave=False)
 
     def update(now: float) -> None:
-        bar.n = min(round(now), bar.total)
+        if now > bar.total:
+            bar.total = round(now * 1.05)
+            bar.set_description("draining")
+        bar.n = round(now)
         bar.refresh()
 
     return update, bar.close
+
+
+def check_out_dir(out: Path) -> None:
+    """Refuse a report folder that would overwrite something that is not a report: an
+    existing file, or a non-empty folder without a summary.json. Raises ``UsageError``."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out: {out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not (out / "summary.json").is_file():
+        raise UsageError(f"--out: {out} is a non-empty folder that holds no acksim report (no summary.json); "
+                         "choose a new folder, or an earlier report's folder to replace it")
+    if not out.name or out.name in (".", ".."):
+        raise UsageError(f"--out: {str(out)!r} needs a folder name, e.g. reports/run1")
+
+
+class UsageError(ValueError):
+    """Bad command-line arguments: one line, exit 2."""
 
 
 def cmd_run(args) -> int:
@@ -53,7 +74,8 @@ def cmd_run(args) -> int:
     from sim.world import World
 
     scenario = with_overrides(load(args.scenario), seed=args.seed)
-    out = Path(args.out) if args.out else Path("reports") / scenario.name
+    out = Path(args.out) if args.out else Path("reports") / _safe_name(scenario.name)
+    check_out_dir(out)
     world = World(scenario)
     update, close = _progress_bar(world._planned_end())
     world.progress = update
@@ -74,15 +96,28 @@ def cmd_run(args) -> int:
     return 0 if ok else 1
 
 
+def _safe_name(name: str) -> str:
+    """A scenario name as one folder name: path separators and leading dots replaced."""
+    cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in name).lstrip(".")
+    return cleaned or "scenario"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``acksim`` console script."""
-    args = _parser().parse_args(argv)
+    """Entry point of the ``acksim`` console script; returns the exit code."""
+    parser = _parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        parser.print_help(sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     try:
         if args.command == "run":
             return cmd_run(args)
-    except ScenarioError as exc:
+    except (ScenarioError, UsageError) as exc:
         print(f"acksim: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("acksim: interrupted; no report written", file=sys.stderr)
+        return 130
     return 2
 
 

@@ -16,8 +16,9 @@ from sim.world import FinalState
 _ACCOUNT_KINDS = frozenset({"account_created", "renewed", "extended", "term_rolled_over", "resubscribed"})
 
 
-class _Accounts:
-    """Committed account state replayed record by record: id → (version, renewed, deadline)."""
+class AccountReplay:
+    """Committed account state replayed record by record: ``state`` maps account id to
+    (cleanup version, renewed, deadline in virtual s). Feed it every record with ``apply``."""
 
     def __init__(self) -> None:
         self.state: dict[str, tuple[int, bool, float | None]] = {}
@@ -29,7 +30,8 @@ class _Accounts:
             self.state.pop(r.account_id, None)
 
     def stale(self, account_id: str, version: int) -> str | None:
-        """Why a job for (account, version) is stale now, or None if it is due."""
+        """Why a job for (account, version) is stale now ("account gone", "version is N",
+        "renewed"), or None if it is due."""
         st = self.state.get(account_id)
         if st is None:
             return "account gone"
@@ -48,7 +50,7 @@ def _ex(r: Record, why: str) -> dict:
 def no_cleanup_after_renewal(history: Sequence[Record], final: FinalState) -> list[dict]:
     """Every committed cleanup of (account, v) committed while the account's committed state
     had version v and was not renewed."""
-    accounts, out = _Accounts(), []
+    accounts, out = AccountReplay(), []
     for r in history:
         accounts.apply(r)
         if r.kind == "cleanup_applied":
@@ -96,7 +98,7 @@ def effect_with_outbox(history: Sequence[Record], final: FinalState) -> list[dic
 def ack_after_durable(history: Sequence[Record], final: FinalState) -> list[dict]:
     """When a message is acked, its outcome is durable: its cleanup committed earlier, or the
     job was stale (account gone, version moved on, renewed) when the ack happened."""
-    accounts, applied, out = _Accounts(), set(), []
+    accounts, applied, out = AccountReplay(), set(), []
     for r in history:
         accounts.apply(r)
         if r.kind == "cleanup_applied":

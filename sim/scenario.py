@@ -2,8 +2,8 @@
 
 A scenario names the workload (accounts, deadlines, renewals...), the scheduler, the queue,
 the workers, the stores, the faults, the mail provider and the SLO thresholds. Every default
-comes from the design documents (``shared/seed-facts.md``) or, where they are silent, from the
-documented defaults of Amazon SQS (``shared/queue-semantics.md``); each field says which.
+comes from the design documents (``docs/seed-facts.md``) or, where they are silent, from the
+documented defaults of Amazon SQS (``docs/queue-semantics.md``); each field says which.
 
 Bad input raises ``ScenarioError`` with one line that names the field and the allowed range;
 the command line turns it into exit code 2.
@@ -88,13 +88,25 @@ class Scheduler(_Section):
     cron_batch: int = Field(1000, ge=1, le=1_000_000)
     paused: tuple[Span, ...] = ()
 
+    @field_validator("paused")
+    @classmethod
+    def _windows_ordered(cls, v: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
+        for lo, hi in v:
+            if lo >= hi:
+                raise ValueError(f"each window must be [start_s, end_s] with start_s < end_s, got {[lo, hi]}")
+        return v
+
 
 class Queue(_Section):
     """The at-least-once queue.
 
-    Defaults: the design documents' REST queue (seed-facts.md): 256 KB body, 7-day delay,
+    ``kind`` "fifo" models SQS FIFO's send-side deduplication (a job with the same
+    (account, version) published again within ``fifo_dedup_window_s`` is dropped) and no
+    spurious duplicates; message-group ordering is not modelled.
+
+    Defaults: the design documents' REST queue (docs/seed-facts.md): 256 KB body, 7-day delay,
     30-day retention, 5-minute FIFO deduplication window; SQS for the rest
-    (queue-semantics.md §1): visibility timeout range (0, 12 h], maxReceiveCount 1–1000
+    (docs/queue-semantics.md §1): visibility timeout range (0, 12 h], maxReceiveCount 1–1000
     (0 disables the dead-letter queue). ``duplicate_probability`` is the chance that a receive
     also hands a spurious copy to another consumer (SQS standard: "occasionally more than one
     copy"). A nack makes the message visible again after ``min(base * 2**(n-1), max)`` seconds
@@ -102,7 +114,7 @@ class Queue(_Section):
     """
 
     kind: Literal["standard", "fifo"] = "standard"
-    visibility_timeout_s: float = Field(60.0, gt=0.0, le=43_200.0)
+    visibility_timeout_s: float = Field(30.0, gt=0.0, le=43_200.0)
     max_receive_count: int = Field(5, ge=0, le=1000)
     max_delay_s: float = Field(604_800.0, ge=0.0, le=604_800.0)
     retention_s: float = Field(2_592_000.0, ge=60.0, le=2_592_000.0)
@@ -113,6 +125,13 @@ class Queue(_Section):
     nack_backoff_max_s: float = Field(300.0, ge=0.0, le=43_200.0)
     ack_latency_s: float = Field(0.002, ge=0.0, le=60.0)
     redrive_at_s: tuple[Annotated[float, Field(ge=0.0)], ...] = ()
+
+    @model_validator(mode="after")
+    def _fifo_has_no_spurious_duplicates(self) -> "Queue":
+        if self.kind == "fifo" and self.duplicate_probability > 0:
+            raise ValueError("duplicate_probability: a FIFO queue delivers no spurious duplicates; "
+                             "set 0 or use kind = 'standard'")
+        return self
 
 
 class Workers(_Section):
@@ -125,8 +144,8 @@ class Workers(_Section):
     count: int = Field(8, ge=1, le=1000)
     ack_policy: Literal["after_commit", "before_processing"] = "after_commit"
     transaction_scope: Literal["unit_of_work", "autocommit"] = "unit_of_work"
-    conflict_retries: int = Field(3, ge=0, le=100)
-    conflict_backoff_s: float = Field(0.05, ge=0.0, le=3600.0)
+    conflict_retries: int = Field(8, ge=0, le=100)
+    conflict_backoff_s: float = Field(0.02, ge=0.0, le=3600.0)
     restart_delay_s: float = Field(30.0, ge=0.0, le=DAY)
 
 
@@ -195,7 +214,7 @@ class Mail(_Section):
 
 
 class Slo(_Section):
-    """Thresholds on the SLO figures of DESIGN.md (virtual seconds, counts). Each is an upper
+    """Thresholds on the SLO figures of docs/DESIGN.md (virtual seconds, counts). Each is an upper
     bound except ``throughput_per_s``, a lower bound. A missed threshold fails the run."""
 
     throughput_per_s: float | None = Field(None, ge=0.0)

@@ -11,7 +11,7 @@ import pandas as pd
 
 from sim.history import Record
 
-_FAILURES = frozenset({"crashed", "nacked", "tx_rolled_back", "processor_error"})
+_FAILURES = frozenset({"crashed", "nacked", "processor_error"})
 _TERMINAL = frozenset({"acked", "retention_expired"})
 
 
@@ -79,9 +79,11 @@ def message_ages(history: Sequence[Record]) -> pd.Series:
 
 
 def recovery_times(history: Sequence[Record]) -> pd.Series:
-    """Recovery time per message: from its first failed execution (crash while holding it,
-    nack, rolled-back transaction, processor error) to the ack that deleted it, in virtual
-    seconds; index message id. Messages never acked are left out (see ``dead_lettered``)."""
+    """Recovery time per message: from its first failed execution (a crash while holding it,
+    a nack, a processor error) to the ack that deleted it, in virtual seconds; index message
+    id. A write conflict retried in place within the same delivery is not a failed execution
+    (it shows in the ``conflicts`` count); one that ends in a nack is. Messages never acked
+    are left out (see ``dead_lettered``)."""
     first_failure: dict[int, float] = {}
     out: dict[int, float] = {}
     for r in history:

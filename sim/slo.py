@@ -1,6 +1,6 @@
 """SLO figures: pure functions from the history to the numbers of the report.
 
-The figure names are fixed (see DESIGN.md). Every figure is an upper bound for its threshold
+The figure names are fixed (see docs/DESIGN.md). Every figure is an upper bound for its threshold
 except ``throughput_per_s``, whose threshold is a lower bound. Times are virtual seconds.
 """
 

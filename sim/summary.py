@@ -1,4 +1,4 @@
-"""The machine-readable summary of one run (summary.json, fixed keys: see DESIGN.md)."""
+"""The machine-readable summary of one run (summary.json, fixed keys: see docs/DESIGN.md)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Sequence
 
 from sim.history import Record
-from sim.invariants import check_all
+from sim.invariants import AccountReplay, check_all
 from sim.scenario import Scenario
 from sim.slo import evaluate, figures
 from sim.world import Outcome
@@ -31,7 +31,7 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
         "conflicts": conflicts,
         "processor_errors": kinds["processor_error"],
         "acks": kinds["acked"],
-        "stale_acks": kinds["ack_stale"],
+        "acks_without_delete": kinds["ack_stale"],
         "nacks": kinds["nacked"],
         "visibility_expired": kinds["visibility_expired"],
         "dead_lettered": kinds["dead_lettered"],
@@ -48,6 +48,7 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
         "resubscriptions": kinds["resubscribed"],
         "deletions": kinds["account_deleted"],
         "lifecycle_during_attempts": lifecycle_during_attempts(history),
+        **{f"no_op_{why}": n for why, n in no_op_commits(history).items()},
         "records": len(history),
     })
     return out
@@ -70,6 +71,28 @@ def lifecycle_during_attempts(history: Sequence[Record]) -> int:
         elif r.kind in _LIFECYCLE and r.account_id in open_.values():
             hits += 1
     return hits
+
+
+def no_op_commits(history: Sequence[Record]) -> dict[str, int]:
+    """Attempts that committed no write, by why the job was harmless at that moment:
+    ``renewed``, ``superseded`` (a newer cleanup version), ``account_gone``,
+    ``already_applied`` (a retry of finished work), ``other``. These are the design
+    documents' acceptance cases (a job after a renewal, a duplicate, a redelivery after a
+    commit) as they actually happened."""
+    replay, applied = AccountReplay(), set()
+    out = {"renewed": 0, "superseded": 0, "account_gone": 0, "already_applied": 0, "other": 0}
+    for r in history:
+        replay.apply(r)
+        if r.kind == "cleanup_applied":
+            applied.add((r.account_id, r.cleanup_version))
+        elif r.kind == "tx_committed" and r.detail == "0":
+            why = replay.stale(r.account_id, r.cleanup_version)
+            if why is None:
+                why = "already_applied" if (r.account_id, r.cleanup_version) in applied else "other"
+            elif why.startswith("version"):
+                why = "superseded"
+            out[why.replace(" ", "_")] += 1
+    return out
 
 
 def build_summary(scenario: Scenario, outcome: Outcome) -> dict:

@@ -30,7 +30,7 @@ def write_report(out_dir: Path, summary: Mapping[str, Any], history: Sequence[Re
                  title: str) -> list[Path]:
     """Write the report of one run into ``out_dir`` and return the written paths, sorted.
 
-    ``summary`` has the fixed shape of summary.json (DESIGN.md): ``scenario``, ``seed``,
+    ``summary`` has the fixed shape of summary.json (docs/DESIGN.md): ``scenario``, ``seed``,
     ``invariants`` ``{name: {holds, violations, example}}``, ``slo`` ``{figure: {value,
     threshold, met}}`` (virtual seconds) and ``counts``; ``history`` is the run's records in
     order (may be empty). An existing ``out_dir`` is replaced, but only once the new report is

@@ -1,4 +1,4 @@
-"""summary.json: the machine-readable verdict, with fixed keys (see DESIGN.md).
+"""summary.json: the machine-readable verdict, with fixed keys (see docs/DESIGN.md).
 
 Byte-for-byte deterministic for one summary: keys in the caller's order, floats as Python
 ``repr``, two-space indent, one trailing newline. NaN never reaches the file: a NaN value is

@@ -4,7 +4,7 @@ one scenario and seed always give the same history."""
 
 from hypothesis import given, strategies as st
 
-from conftest import tiny_dict
+from tinyworld import tiny_dict
 from model import process
 from sim.history import to_csv
 from sim.invariants import check_all
