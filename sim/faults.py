@@ -1,44 +1,29 @@
 """Faults as data, and the plan that decides where crashes land.
 
-A fault schedule is frozen data (``Crash``, ``Deployment``) so a failing run reads as a short
-schedule. The ``FaultPlan`` answers one question at each crash opportunity of a worker: crash
-here? It combines the scheduled crashes with the scenario's per-phase probabilities, drawn
-from the asking worker's own seeded random stream.
+A fault schedule is frozen data (the scenario's ``ScheduledCrash`` and ``Deployment``) so a
+failing run reads as a short schedule. The ``FaultPlan`` answers one question at each crash
+opportunity of a worker: crash here? It combines the scheduled crashes with the scenario's
+per-phase probabilities, drawn from the asking worker's own seeded random stream.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from typing import get_args
 
 import simpy
 
-from sim.scenario import Faults
+from sim.scenario import CrashPhase, Faults
 
-PHASES: tuple[str, ...] = ("before_call", "after_call", "after_commit", "during_ack")
-
-
-@dataclass(frozen=True, slots=True)
-class Crash:
-    """Crash the worker holding delivery number ``delivery`` at ``phase`` (store call
-    ``call`` for the call phases)."""
-
-    delivery: int
-    phase: str
-    call: int = 0
+PHASES: tuple[str, ...] = get_args(CrashPhase)  # before_call, after_call, after_commit, during_ack
 
 
 class FaultPlan:
     """Decides crashes. ``crash(rng, delivery, phase, call)`` is True when the worker must
-    crash at that point: a scheduled ``Crash`` matches, or the phase's probability fires."""
+    crash at that point: a scheduled crash matches, or the phase's probability fires."""
 
     def __init__(self, faults: Faults) -> None:
-        self._p = {
-            "before_call": faults.crash_before_call,
-            "after_call": faults.crash_after_call,
-            "after_commit": faults.crash_after_commit,
-            "during_ack": faults.crash_during_ack,
-        }
+        self._p = {phase: getattr(faults, f"crash_{phase}") for phase in PHASES}
         self._scheduled = frozenset(
             (c.delivery, c.phase, c.call if c.phase in ("before_call", "after_call") else 0)
             for c in faults.crashes
@@ -55,7 +40,8 @@ class FaultPlan:
 def fault_injector(world, deployments) -> "simpy.events.ProcessGenerator":
     """SimPy process: rolling deployments. At each deployment's ``at_s`` every worker in turn
     is interrupted (cause "deployment") and stays down ``worker_down_s``; the next worker is
-    stopped only after the previous one is back."""
+    stopped ``worker_down_s`` later, once the previous one's restart at that instant is done
+    (a worker already down for longer stays down for the longer time)."""
     env = world.env
     for dep in sorted(deployments, key=lambda d: d.at_s):
         if dep.at_s > env.now:

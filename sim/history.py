@@ -21,7 +21,8 @@ class Record:
 
     ``time``: virtual seconds since the scenario epoch; ``seq``: position in the history;
     ``kind``: what happened (see ``KINDS``); ``actor``: who did it ("queue", "scheduler",
-    "worker-3", "renewals", "outbox-relay", "operator", "fault-injector"); ``message_id``,
+    "worker-3", "renewals", "outbox-relay", "mail-provider", "operator", "fault-injector");
+    ``message_id``,
     ``account_id``, ``cleanup_version``, ``receive_count`` as they apply; ``deadline``: the
     job's or account's deadline in virtual seconds; ``visible_at``: for "published" and
     "nacked", when the message becomes receivable; ``detail``: a short free-form note
@@ -54,7 +55,7 @@ KINDS: tuple[str, ...] = (
     "cleanup_applied", "outbox_added",
     # account lifecycle (committed account state; cleanup_version and deadline are the new ones)
     "account_created", "renewed", "extended", "term_rolled_over", "resubscribed",
-    "account_deleted",
+    "account_deleted", "account_updated",
     # outbox relay and mail provider
     "reminder_sent", "reminder_duplicate", "reminder_failed", "reminder_retry",
     # scheduler and operator

@@ -10,10 +10,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Sequence
 
+from model.job import reminder_event_key
 from sim.history import Record
 from sim.world import FinalState
 
-_ACCOUNT_KINDS = frozenset({"account_created", "renewed", "extended", "term_rolled_over", "resubscribed"})
+_ACCOUNT_KINDS = frozenset({"account_created", "renewed", "extended", "term_rolled_over", "resubscribed",
+                            "account_updated"})
 
 
 class AccountReplay:
@@ -25,13 +27,15 @@ class AccountReplay:
 
     def apply(self, r: Record) -> None:
         if r.kind in _ACCOUNT_KINDS:
-            self.state[r.account_id] = (r.cleanup_version, r.kind == "renewed", r.deadline)
+            renewed = r.kind == "renewed" or (r.kind == "account_updated" and r.detail == "renewed")
+            self.state[r.account_id] = (r.cleanup_version, renewed, r.deadline)
         elif r.kind == "account_deleted":
             self.state.pop(r.account_id, None)
 
-    def stale(self, account_id: str, version: int) -> str | None:
-        """Why a job for (account, version) is stale now ("account gone", "version is N",
-        "renewed"), or None if it is due."""
+    def stale(self, account_id: str, version: int, now: float | None = None) -> str | None:
+        """Why a job for (account, version) is not to be applied now ("account gone",
+        "version is N", "renewed", and, when ``now`` is given, "deadline not reached"), or
+        None if it is due."""
         st = self.state.get(account_id)
         if st is None:
             return "account gone"
@@ -39,6 +43,8 @@ class AccountReplay:
             return f"version is {st[0]}"
         if st[1]:
             return "renewed"
+        if now is not None and st[2] is not None and now < st[2]:
+            return "deadline not reached"
         return None
 
 
@@ -49,12 +55,12 @@ def _ex(r: Record, why: str) -> dict:
 
 def no_cleanup_after_renewal(history: Sequence[Record], final: FinalState) -> list[dict]:
     """Every committed cleanup of (account, v) committed while the account's committed state
-    had version v and was not renewed."""
+    had version v, was not renewed, and its deadline had passed."""
     accounts, out = AccountReplay(), []
     for r in history:
         accounts.apply(r)
         if r.kind == "cleanup_applied":
-            why = accounts.stale(r.account_id, r.cleanup_version)
+            why = accounts.stale(r.account_id, r.cleanup_version, now=r.time)
             if why is not None:
                 out.append(_ex(r, f"cleanup committed while stale: {why}"))
     return out
@@ -84,29 +90,38 @@ def at_most_once_effect(history: Sequence[Record], final: FinalState) -> list[di
 
 
 def effect_with_outbox(history: Sequence[Record], final: FinalState) -> list[dict]:
-    """In the final committed state, every cleanup marker has its outbox event and every
-    outbox event its marker."""
+    """In the final committed state, every cleanup marker has its outbox event (keyed
+    ``renewal-reminder:<account id>:<version>``) and every outbox event its marker."""
     markers = set(final.markers)
-    events = {(e.account_id, e.cleanup_version) for e in final.outbox}
+    events = {(e.account_id, e.cleanup_version) for e in final.outbox
+              if e.event_key == reminder_event_key(e.account_id, e.cleanup_version)}
     out = [{"account_id": a, "cleanup_version": v, "why": "cleanup committed without its outbox event"}
            for a, v in sorted(markers - events)]
     out += [{"account_id": a, "cleanup_version": v, "why": "outbox event committed without its cleanup"}
             for a, v in sorted(events - markers)]
+    out += [{"account_id": e.account_id, "cleanup_version": e.cleanup_version,
+             "why": f"outbox event key {e.event_key!r} is not the reminder key of its cleanup"}
+            for e in final.outbox if e.event_key != reminder_event_key(e.account_id, e.cleanup_version)]
     return out
 
 
 def ack_after_durable(history: Sequence[Record], final: FinalState) -> list[dict]:
-    """When a message is acked, its outcome is durable: its cleanup committed earlier, or the
-    job was stale (account gone, version moved on, renewed) when the ack happened."""
-    accounts, applied, out = AccountReplay(), set(), []
+    """When a message is acked, its outcome is durable: its cleanup and its outbox event had
+    both committed, or the job was stale (account gone, version moved on, renewed) when the
+    ack happened. An ack before the deadline of a job still to come is not durable either."""
+    accounts, cleaned, reminded, out = AccountReplay(), set(), set(), []
     for r in history:
         accounts.apply(r)
+        key = (r.account_id, r.cleanup_version)
         if r.kind == "cleanup_applied":
-            applied.add((r.account_id, r.cleanup_version))
-        elif r.kind in ("acked", "ack_stale"):
-            key = (r.account_id, r.cleanup_version)
-            if key not in applied and accounts.stale(*key) is None:
+            cleaned.add(key)
+        elif r.kind == "outbox_added":
+            reminded.add(key)
+        elif r.kind in ("acked", "ack_stale") and accounts.stale(*key) is None:
+            if key not in cleaned:
                 out.append(_ex(r, "acked while the cleanup was due and not committed"))
+            elif key not in reminded:
+                out.append(_ex(r, "acked before the outbox event committed"))
     return out
 
 

@@ -16,16 +16,18 @@ from model.errors import ConflictError
 
 
 class MailProvider:
-    """The external provider: remembers the idempotency keys it has accepted."""
+    """The external provider. With ``idempotent`` it remembers the keys it has accepted and
+    drops a resend; without, it sends every request it gets."""
 
-    def __init__(self) -> None:
+    def __init__(self, idempotent: bool = True) -> None:
+        self.idempotent = idempotent
         self.accepted: dict[str, float] = {}
 
     def send(self, event_key: str, now: float) -> bool:
-        """Accept a reminder; returns False when ``event_key`` was already accepted."""
-        if event_key in self.accepted:
+        """Send a reminder; returns False when it was dropped as a resend of ``event_key``."""
+        if self.idempotent and event_key in self.accepted:
             return False
-        self.accepted[event_key] = now
+        self.accepted.setdefault(event_key, now)
         return True
 
 
@@ -36,7 +38,7 @@ class OutboxRelay:
         self.world = world
         self.rng = rng
         self.session = world.db.session()
-        self.provider = MailProvider()
+        self.provider = MailProvider(world.scenario.mail.provider_idempotency)
         self._attempts: dict[str, int] = {}
 
     @property
@@ -72,3 +74,4 @@ class OutboxRelay:
                         outbox.mark_sent(ev.event_key)
                 except ConflictError:
                     pass  # a worker holds the write lock: the event stays pending for the next poll
+                self.session.take_autocommitted()  # the relay's own writes need no record

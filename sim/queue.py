@@ -3,8 +3,9 @@
 A message is like a library book: receiving it lends it out (it becomes invisible for the
 visibility timeout), acking returns it for good (deletes it), and a loan that runs out puts it
 back on the shelf for the next reader (redelivery). Each loan has its own receipt; an ack with
-an outdated receipt deletes nothing. A message received more than ``max_receive_count`` times
-goes to the dead-letter queue on its next receive, from where an operator can redrive it.
+an outdated receipt deletes nothing. A message already received ``max_receive_count`` times
+goes to the dead-letter queue when it would be received once more (SQS: the receive count
+exceeds maxReceiveCount), from where an operator can redrive it.
 Retention deletes a message, wherever it is, ``retention_s`` after it was sent.
 
 Every change is recorded in the history; nothing is dropped silently.
@@ -85,6 +86,7 @@ class Queue:
         self._dedup: dict[str, float] = {}
         self._live = 0
         self._deliveries = 0
+        self._held: dict[tuple[str, int], int] = {}  # (account, version) -> messages not deleted
 
     # --- producers -------------------------------------------------------------------------
     def publish(self, job: CleanupJob, deadline_s: float, delay_s: float, actor: str,
@@ -110,6 +112,8 @@ class Queue:
         msg = _Message(mid, job, deadline_s, now)
         self._messages[mid] = msg
         self._live += 1
+        key = (job.account_id, job.cleanup_version)
+        self._held[key] = self._held.get(key, 0) + 1
         self.history.record("published", actor, message_id=mid, account_id=job.account_id,
                             cleanup_version=job.cleanup_version, deadline=deadline_s,
                             visible_at=now + delay_s)
@@ -176,11 +180,10 @@ class Queue:
     def redrive(self, actor: str = "operator") -> int:
         """Move every dead-lettered message back to the queue with its receive count reset,
         as SQS's redrive does. Returns how many moved."""
-        moved, self._dlq = self._dlq, []
+        moved = [m for m in self._dlq if self._messages[m].state == "dlq"]  # retention may have taken some
+        self._dlq = []
         for mid in moved:
             msg = self._messages[mid]
-            if msg.state != "dlq":
-                continue
             msg.receive_count = 0
             self._live += 1
             self._log("redriven", actor, msg, 0)
@@ -197,6 +200,10 @@ class Queue:
     def dead_letter_queue(self) -> tuple[int, ...]:
         """Ids of the messages in the dead-letter queue, oldest first."""
         return tuple(m for m in self._dlq if self._messages[m].state == "dlq")
+
+    def holds(self, account_id: str, cleanup_version: int) -> bool:
+        """Whether a message for this job is delayed, visible, in flight or dead-lettered."""
+        return self._held.get((account_id, cleanup_version), 0) > 0
 
     def in_flight(self) -> list[int]:
         """Ids of the messages received and not yet acked, nacked or expired."""
@@ -230,18 +237,20 @@ class Queue:
         if msg.state == "deleted":
             return
         where = msg.state
-        if where == "dlq":
-            msg.state = "deleted"
-        else:
-            self._delete(msg)
+        self._delete(msg)
         self._log("retention_expired", "queue", msg, msg.receive_count, where)
 
     def _delete(self, msg: _Message) -> None:
         if msg.state not in ("deleted", "dlq"):
             self._live -= 1
+        if msg.state != "deleted":
+            self._held[(msg.job.account_id, msg.job.cleanup_version)] -= 1
         msg.state = "deleted"
 
     def _dispatch(self) -> None:
+        """Hand visible messages to waiting consumers, oldest first: skip shelf entries that
+        went stale (expired, redelivered), dead-letter a message past its receive limit,
+        start the visibility timer of a real delivery, and maybe queue a spurious copy."""
         cfg = self.config
         while self._getters and self._ready:
             mid, dup = self._ready.popleft()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import annotated_types as at
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 DAY = 86_400.0
 
@@ -27,11 +27,19 @@ class ScenarioError(ValueError):
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+    # strict: TOML has native integers, floats, booleans and strings, so "60" or true where a
+    # number is expected is a mistake to report, not to coerce (an int is still a valid float)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+def _tuples(value):
+    """TOML arrays arrive as lists; the settings keep them as (nested) tuples."""
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+Tupled = BeforeValidator(_tuples)
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
-Span = tuple[Annotated[float, Field(ge=0.0)], Annotated[float, Field(ge=0.0)]]
+Span = Annotated[tuple[Annotated[float, Field(ge=0.0)], Annotated[float, Field(ge=0.0)]], Tupled]
 
 
 class Workload(_Section):
@@ -86,7 +94,7 @@ class Scheduler(_Section):
     cron_jitter_s: float = Field(1.0, ge=0.0, le=60.0)
     cron_run_limit_s: float = Field(900.0, gt=0.0, le=900.0)
     cron_batch: int = Field(1000, ge=1, le=1_000_000)
-    paused: tuple[Span, ...] = ()
+    paused: Annotated[tuple[Span, ...], Tupled] = ()
 
     @field_validator("paused")
     @classmethod
@@ -124,7 +132,7 @@ class Queue(_Section):
     nack_backoff_base_s: float = Field(2.0, ge=0.0, le=43_200.0)
     nack_backoff_max_s: float = Field(300.0, ge=0.0, le=43_200.0)
     ack_latency_s: float = Field(0.002, ge=0.0, le=60.0)
-    redrive_at_s: tuple[Annotated[float, Field(ge=0.0)], ...] = ()
+    redrive_at_s: Annotated[tuple[Annotated[float, Field(ge=0.0)], ...], Tupled] = ()
 
     @model_validator(mode="after")
     def _fifo_has_no_spurious_duplicates(self) -> "Queue":
@@ -196,14 +204,15 @@ class Faults(_Section):
     crash_after_call: Probability = 0.0
     crash_after_commit: Probability = 0.0
     crash_during_ack: Probability = 0.0
-    crashes: tuple[ScheduledCrash, ...] = ()
-    deployments: tuple[Deployment, ...] = ()
+    crashes: Annotated[tuple[ScheduledCrash, ...], Tupled] = ()
+    deployments: Annotated[tuple[Deployment, ...], Tupled] = ()
 
 
 class Mail(_Section):
-    """The outbox relay and the mail provider it sends reminders to (with the event key as the
-    provider's idempotency key). Transient errors are retried every poll up to
-    ``max_attempts``; permanent errors (invalid input, 4xx) fail the event at once."""
+    """The outbox relay and the mail provider it sends reminders to. With
+    ``provider_idempotency`` the provider drops a resend of an event key it already accepted;
+    without it every send reaches the player. Transient errors (429, 5xx) are retried every
+    poll up to ``max_attempts``; permanent errors (invalid input, 4xx) fail the event at once."""
 
     poll_interval_s: float = Field(5.0, gt=0.0, le=3600.0)
     batch: int = Field(100, ge=1, le=100_000)
@@ -211,6 +220,7 @@ class Mail(_Section):
     transient_error_probability: Probability = 0.0
     permanent_error_probability: Probability = 0.0
     max_attempts: int = Field(5, ge=1, le=1000)
+    provider_idempotency: bool = True
 
 
 class Slo(_Section):

@@ -28,12 +28,16 @@ class Scheduler:
 
     @property
     def idle(self) -> bool:
-        """No armed target, no run under way, and (cron mode) no due account left to publish."""
+        """No armed target, no run under way, and (cron mode) no due account whose job is not
+        already in the queue or its dead-letter queue."""
         if self.pending:
             return False
         if self.world.scenario.scheduler.mode != "cron":
             return True
-        return not self._session().accounts.due(self.world.to_datetime(self.world.env.now), 1)
+        world = self.world
+        due = self._session().accounts.due(world.to_datetime(world.env.now), world.scenario.scheduler.cron_batch)
+        # a due account whose job is already queued, in flight or dead-lettered needs no run
+        return all(world.queue.holds(a.account_id, a.cleanup_version) for a in due)
 
     def _session(self):
         if self._cron_session is None:
@@ -74,6 +78,9 @@ class Scheduler:
         while True:
             tick += 1
             at = tick * cfg.cron_interval_s + self.rng.uniform(0.0, cfg.cron_jitter_s)
+            if at < env.now:  # the previous run outlasted the interval: this trigger is missed
+                world.history.record("cron_run_skipped", "scheduler", detail="overrun")
+                continue
             yield env.timeout(at - env.now)
             if any(lo <= env.now < hi for lo, hi in cfg.paused):
                 world.history.record("cron_run_skipped", "scheduler", detail="paused")

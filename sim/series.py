@@ -15,51 +15,58 @@ _FAILURES = frozenset({"crashed", "nacked", "processor_error"})
 _TERMINAL = frozenset({"acked", "retention_expired"})
 
 
-def message_transitions(history: Sequence[Record]) -> list[tuple[float, int, int, str]]:
-    """Every state change of every message, sorted by (time, seq).
+def message_transitions(history: Sequence[Record]) -> list[tuple[float, int, int, int, str]]:
+    """Every state change of every message, sorted by (time, seq, step).
 
-    Returns tuples ``(time, seq, message_id, state)`` with state "visible", "in_flight",
-    "dlq" or "deleted". A message becomes visible at its ``visible_at`` (publish, nack), at a
-    visibility expiry or a redrive; in flight at a delivery (spurious duplicate copies are not
-    state changes); leaves at an ack, a retention expiry or dead-lettering.
+    Returns tuples ``(time, seq, step, message_id, state)`` with state "delayed", "visible",
+    "in_flight", "dlq" or "deleted". A published or nacked message is delayed until its
+    ``visible_at``; it becomes visible then, at a visibility expiry or a redrive; in flight at
+    a delivery (spurious duplicate copies are not state changes); it leaves at an ack, a
+    retention expiry or dead-lettering.
     """
-    out: list[tuple[float, int, int, str]] = []
+    out: list[tuple[float, int, int, int, str]] = []
     for r in history:
-        k = r.kind
-        if r.message_id is None:
+        k, mid = r.kind, r.message_id
+        if mid is None:
             continue
         if k in ("published", "nacked"):
-            out.append((r.visible_at, r.seq, r.message_id, "visible"))
+            out.append((r.time, r.seq, 0, mid, "delayed"))
+            out.append((r.visible_at, r.seq, 1, mid, "visible"))
         elif k in ("visibility_expired", "redriven"):
-            out.append((r.time, r.seq, r.message_id, "visible"))
+            out.append((r.time, r.seq, 0, mid, "visible"))
         elif k == "delivered" and r.detail != "duplicate":
-            out.append((r.time, r.seq, r.message_id, "in_flight"))
+            out.append((r.time, r.seq, 0, mid, "in_flight"))
         elif k in _TERMINAL:
-            out.append((r.time, r.seq, r.message_id, "deleted"))
+            out.append((r.time, r.seq, 0, mid, "deleted"))
         elif k == "dead_lettered":
-            out.append((r.time, r.seq, r.message_id, "dlq"))
-    out.sort(key=lambda t: (t[0], t[1]))
+            out.append((r.time, r.seq, 0, mid, "dlq"))
+    out.sort(key=lambda t: t[:3])
     return out
 
 
 def queue_series(history: Sequence[Record]) -> pd.DataFrame:
     """Queue depth over time: columns ``time`` (virtual s), ``visible``, ``in_flight``.
 
-    One row per state change, holding the counts from that time on (a step function).
-    ``visible`` is the number of receivable messages (delayed ones excluded, like SQS's
-    ApproximateNumberOfMessagesVisible); ``in_flight`` the received, not yet acked ones.
+    One row per instant at which a count changed, holding the counts after everything that
+    happened at that instant (a step function; a message that becomes visible and is received
+    at the same instant never counts as backlog). ``visible`` is the number of receivable
+    messages (delayed ones excluded, like SQS's ApproximateNumberOfMessagesVisible);
+    ``in_flight`` the received, not yet acked, nacked or expired ones.
     """
     state: dict[int, str] = {}
     visible = in_flight = 0
     rows: list[tuple[float, int, int]] = []
-    for time, _seq, mid, new in message_transitions(history):
+    for time, _seq, _step, mid, new in message_transitions(history):
         old = state.get(mid)
         if old == "deleted" or old == new:
-            continue  # a stale visible_at after deletion
+            continue  # a stale visible_at after a retention expiry
         visible += (new == "visible") - (old == "visible")
         in_flight += (new == "in_flight") - (old == "in_flight")
         state[mid] = new
-        rows.append((time, visible, in_flight))
+        if rows and rows[-1][0] == time:
+            rows.pop()  # only the counts after the last change of an instant matter
+        if not rows or rows[-1][1:] != (visible, in_flight):
+            rows.append((time, visible, in_flight))
     return pd.DataFrame(rows, columns=["time", "visible", "in_flight"])
 
 
@@ -68,7 +75,7 @@ def message_ages(history: Sequence[Record]) -> pd.Series:
     (ack, retention expiry, dead-lettering) or to the end of the history; index message id."""
     first: dict[int, float] = {}
     gone: dict[int, float] = {}
-    for time, _seq, mid, new in message_transitions(history):
+    for time, _seq, _step, mid, new in message_transitions(history):
         if new == "visible" and mid not in first and mid not in gone:
             first[mid] = time
         elif new in ("deleted", "dlq") and mid not in gone:
@@ -86,9 +93,14 @@ def recovery_times(history: Sequence[Record]) -> pd.Series:
     are left out (see ``dead_lettered``)."""
     first_failure: dict[int, float] = {}
     out: dict[int, float] = {}
+    copy_holders: set[str] = set()  # workers holding a spurious duplicate copy
     for r in history:
         if r.message_id is None:
             continue
+        if r.kind == "delivered":
+            (copy_holders.add if r.detail == "duplicate" else copy_holders.discard)(r.actor)
+        elif r.kind == "crashed" and r.actor in copy_holders:
+            continue  # losing a spurious copy fails nothing: the message itself is unaffected
         if r.kind in _FAILURES and r.message_id not in first_failure:
             first_failure[r.message_id] = r.time
         elif r.kind == "acked" and r.message_id in first_failure:

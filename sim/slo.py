@@ -56,7 +56,7 @@ def figures(history: Sequence[Record]) -> dict[str, float | None]:
         "redeliveries": float(sum(1 for r in history if r.kind == "delivered"
                                   and r.detail != "duplicate" and (r.receive_count or 0) > 1)),
         "dead_lettered": float(sum(1 for r in history if r.kind == "dead_lettered")),
-        "retries_p99": _pct([r.receive_count for r in acks], 99),
+        "retries_p99": _pct([r.receive_count for r in history if r.kind in ("acked", "dead_lettered")], 99),
     }
 
 

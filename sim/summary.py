@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
+from sim.faults import PHASES
 from sim.history import Record
 from sim.invariants import AccountReplay, check_all
 from sim.scenario import Scenario
@@ -17,7 +18,7 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
     conflicts, acks, nacks, cleanups, reminders, lifecycle steps."""
     kinds = Counter(r.kind for r in history)
     phases = Counter(r.detail for r in history if r.kind == "crashed")
-    conflicts = sum(1 for r in history if r.kind == "tx_rolled_back" and r.detail.endswith("Error"))
+    conflicts = sum(1 for r in history if r.kind == "tx_rolled_back" and r.detail.startswith("conflict:"))
     out = {
         "accounts": kinds["account_created"],
         "jobs": kinds["published"],
@@ -25,7 +26,7 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
         "duplicate_deliveries": sum(1 for r in history if r.kind == "delivered" and r.detail == "duplicate"),
         "crashes": kinds["crashed"],
     }
-    for phase in ("before_call", "after_call", "after_commit", "during_ack", "deployment"):
+    for phase in (*PHASES, "deployment"):
         out[f"crashes_{phase}"] = phases[phase]
     out.update({
         "conflicts": conflicts,
@@ -55,6 +56,9 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
 
 
 _LIFECYCLE = frozenset({"renewed", "extended", "term_rolled_over", "resubscribed", "account_deleted"})
+# an attempt ends at its commit or rollback; under autocommit, at its ack, nack, error or crash
+_ATTEMPT_ENDS = frozenset({"tx_committed", "tx_rolled_back", "crashed", "processor_error", "acked",
+                           "ack_stale", "nacked"})
 
 
 def lifecycle_during_attempts(history: Sequence[Record]) -> int:
@@ -66,9 +70,9 @@ def lifecycle_during_attempts(history: Sequence[Record]) -> int:
     for r in history:
         if r.kind == "attempt_started":
             open_[r.actor] = r.account_id
-        elif r.kind in ("tx_committed", "tx_rolled_back", "crashed"):
+        elif r.kind in _ATTEMPT_ENDS:
             open_.pop(r.actor, None)
-        elif r.kind in _LIFECYCLE and r.account_id in open_.values():
+        elif r.kind in _LIFECYCLE and r.actor == "renewals" and r.account_id in open_.values():
             hits += 1
     return hits
 

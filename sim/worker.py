@@ -55,8 +55,10 @@ def worker(world, name: str, processor: Callable, rng: random.Random):
             delivery = yield state.receiving
             state.receiving = None
             state.delivery = delivery
+            world.busy.add(name)
             yield from _handle(world, name, processor, rng, session, state, delivery)
             state.delivery = None
+            world.busy.discard(name)
         except (WorkerCrash, simpy.Interrupt) as exc:
             if isinstance(exc, simpy.Interrupt):
                 phase, down_s = exc.cause
@@ -94,6 +96,7 @@ def _crash(world, name: str, session, state: _State, phase: str) -> None:
         _log_tx(world, "tx_rolled_back", name, held, "crash")
     state.delivery = None
     state.receiving = None
+    world.busy.discard(name)
 
 
 def _log_tx(world, kind: str, name: str, d: Delivery, detail: str) -> None:
@@ -107,11 +110,19 @@ def _latency(world, rng: random.Random) -> float:
     mean = st.latency_mean_s
     if mean <= 0:
         return 0.0
-    base = mean if st.latency_distribution == "constant" else rng.expovariate(1.0 / mean)
-    return world.latency_factor(world.env.now) * base
+    return mean if st.latency_distribution == "constant" else rng.expovariate(1.0 / mean)
 
 
 def _handle(world, name, processor, rng, session, state: _State, delivery: Delivery):
+    """Process one delivery: the ack policy, the unit of work and its retries.
+
+    Per attempt: begin (unit-of-work scope), run the processor step by step (latency and crash
+    draws at each store call), commit, record what committed. A conflict rolls back and
+    retries in place after a jittered backoff, ``conflict_retries`` times, then nacks; a
+    processor error rolls back and nacks. With "after_commit" the ack follows the commit (a
+    crash may land between them); with "before_processing" it precedes everything. Raises
+    ``WorkerCrash`` when the fault plan says so; the caller cleans up.
+    """
     env, queue, cfg = world.env, world.queue, world.scenario.workers
     plan, restart = world.fault_plan, cfg.restart_delay_s
     unit_of_work = cfg.transaction_scope == "unit_of_work"
@@ -155,7 +166,7 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
         if session.in_transaction:
             session.rollback()
         if isinstance(error, ConflictError):
-            _log_tx(world, "tx_rolled_back", name, delivery, type(error).__name__)
+            _log_tx(world, "tx_rolled_back", name, delivery, f"conflict:{type(error).__name__}")
             if attempt_no < cfg.conflict_retries:
                 yield env.timeout(rng.uniform(0.0, cfg.conflict_backoff_s * 2 ** attempt_no))  # full jitter
                 continue
@@ -180,17 +191,21 @@ def _ack(world, name, rng, delivery: Delivery):
     world.queue.ack(delivery, name)
 
 
-_WRITE_KINDS = {"cleanup_applied": "cleanup_applied", "outbox_added": "outbox_added"}
-
-
 def _record_writes(world, name: str, delivery: Delivery, writes) -> None:
-    """Record the effects the stores committed (ground truth), not what the processor meant."""
+    """Record the effects the stores committed (ground truth), not what the processor meant.
+    Account writes (a candidate design whose cleanup changes or deletes the account) are
+    recorded too, so the invariants replay the committed account state."""
+    history, mid, rc = world.history, delivery.message_id, delivery.receive_count
     for w in writes:
-        kind = _WRITE_KINDS.get(w.kind)
-        if kind is None:
-            continue  # account writes by a processor are not part of this design
-        deadline = delivery.deadline_s if (w.account_id, w.cleanup_version) == (
-            delivery.job.account_id, delivery.job.cleanup_version) else world.deadline_of(w.account_id, w.cleanup_version)
-        world.history.record(kind, name, message_id=delivery.message_id, account_id=w.account_id,
-                             cleanup_version=w.cleanup_version, receive_count=delivery.receive_count,
-                             deadline=deadline, detail=w.event_key or "")
+        if w.kind in ("cleanup_applied", "outbox_added"):
+            same_job = (w.account_id, w.cleanup_version) == (delivery.job.account_id, delivery.job.cleanup_version)
+            deadline = delivery.deadline_s if same_job else world.deadline_of(w.account_id, w.cleanup_version)
+            history.record(w.kind, name, message_id=mid, account_id=w.account_id, cleanup_version=w.cleanup_version,
+                           receive_count=rc, deadline=deadline, detail=w.event_key or "")
+        elif w.kind == "account_put" and w.account is not None:
+            a = w.account
+            history.record("account_updated", name, message_id=mid, account_id=a.account_id,
+                           cleanup_version=a.cleanup_version, receive_count=rc,
+                           deadline=world.to_virtual(a.deadline), detail="renewed" if a.renewed else "")
+        elif w.kind == "account_deleted":
+            history.record("account_deleted", name, message_id=mid, account_id=w.account_id, receive_count=rc)

@@ -84,6 +84,7 @@ class World:
         self.renewals = Renewals(self, ops)
         self.relay = OutboxRelay(self, stream(seed, "outbox-relay"))
         self.workers: list[simpy.Process] = []
+        self.busy: set[str] = set()  # workers holding a delivery (only its size is read)
 
     # --- time ------------------------------------------------------------------------------
     def to_datetime(self, t: float) -> datetime:
@@ -93,10 +94,6 @@ class World:
     def to_virtual(self, dt: datetime) -> float:
         """Aware datetime → virtual seconds."""
         return (dt - self.scenario.epoch).total_seconds()
-
-    def latency_factor(self, now: float) -> float:
-        """Multiplier on store latencies at ``now`` (1.0: no latency spike)."""
-        return 1.0
 
     def deadline_of(self, account_id: str, cleanup_version: int) -> float | None:
         """The deadline of (account, version) as recorded by the lifecycle, if known."""
@@ -131,8 +128,9 @@ class World:
     def _planned_end(self) -> float:
         last_op = self.renewals.ops[-1].at_s if self.renewals.ops else 0.0
         last_deadline = max(self.initial_deadlines.values(), default=0.0)
+        n = self.scenario.workers.count
         ends = [last_op, last_deadline, *self.scenario.queue.redrive_at_s,
-                *(d.at_s for d in self.scenario.faults.deployments)]
+                *(d.at_s + n * d.worker_down_s for d in self.scenario.faults.deployments)]
         return max(ends)
 
     def _until_idle(self):
@@ -144,8 +142,8 @@ class World:
             if self.progress:
                 self.progress(env.now)
         while env.now < sc.run.max_time_s:
-            if (self.renewals.pending == 0 and self.scheduler.idle and self.queue.idle
-                    and self.relay.idle):
+            if (self.renewals.pending == 0 and not self.busy and self.queue.idle
+                    and self.scheduler.idle and self.relay.idle):
                 return
             yield env.timeout(min(sc.run.idle_check_s, sc.run.max_time_s - env.now))
             if self.progress:

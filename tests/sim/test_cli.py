@@ -1,6 +1,7 @@
 """The command line on real output: reports, exit codes, determinism, bad input."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -71,7 +72,7 @@ def test_unknown_key_is_bad_input(tmp_path, capsys):
 @pytest.mark.parametrize("replace, message", [
     (("visibility_timeout_s = 30", "visibility_timeout_s = 0"), "queue.visibility_timeout_s: Input should be greater than 0"),
     (("count = 4", "count = -2"), "workers.count: Input should be greater than or equal to 1"),
-    (("count = 4", 'count = "four"'), "workers.count: Input should be a valid integer"),
+    (("count = 4", 'count = "four"'), "workers.count: Input should be a valid integer (got 'four')"),
     (("[queue]\n", "[queue]\nmax_delay_s = 700000\n"), "queue.max_delay_s: Input should be less than or equal to 604800"),
     (("[workload]", "[workload"), "not valid TOML"),
 ])
@@ -92,3 +93,34 @@ def test_missing_file_and_bad_arguments_exit_2(tmp_path):
     assert r.returncode == 2 and "--seed: invalid int value: 'x'" in r.stderr
     r = subprocess.run([sys.executable, "-m", "sim.cli", "run", SMOKE, "--seed", "-1"], capture_output=True, text=True)
     assert r.returncode == 2 and "seed: Input should be greater than or equal to 0" in r.stderr
+
+
+def test_the_history_does_not_depend_on_the_process_hash_seed(tmp_path):
+    outs = []
+    for hash_seed in ("1", "2"):
+        out = tmp_path / f"h{hash_seed}"
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        r = subprocess.run([sys.executable, "-m", "sim.cli", "run", SMOKE, "--out", str(out)], env=env,
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        outs.append(((out / "events.csv").read_bytes(), (out / "summary.json").read_bytes()))
+    assert outs[0] == outs[1]
+
+
+def test_out_refuses_a_folder_that_is_not_a_report(tmp_path, capsys):
+    keep = tmp_path / "mine"
+    keep.mkdir()
+    (keep / "notes.txt").write_text("precious")
+    assert main(["run", SMOKE, "--out", str(keep)]) == 2
+    assert "holds no acksim report (no summary.json)" in capsys.readouterr().err
+    assert (keep / "notes.txt").read_text() == "precious"
+    assert main(["run", SMOKE, "--out", str(keep / "notes.txt")]) == 2
+    assert "exists and is not a folder" in capsys.readouterr().err
+
+
+def test_a_name_with_slashes_stays_one_folder_under_reports(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text(Path(SMOKE).read_text().replace('name = "smoke"', 'name = "../../etc/x y"'))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(path)]) == 0
+    assert (tmp_path / "reports" / "_.._etc_x_y" / "summary.json").is_file()

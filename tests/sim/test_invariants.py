@@ -124,3 +124,30 @@ def test_no_lost_work_counts_dead_lettered_and_ignores_superseded_or_future_work
     assert no_lost_work(renewed, final(markers=(), events=(), accounts=(Account(A, 1, True, T0),))) == []
     future = history(created(deadline=5000.0))
     assert no_lost_work(future, final(markers=(), events=(), end=1000.0)) == []
+
+
+def test_no_cleanup_after_renewal_fires_on_a_cleanup_before_its_deadline():
+    h = history(created(deadline=100.0), applied(99.0), outbox(99.0))
+    assert [f["why"] for f in no_cleanup_after_renewal(h, final())] == [
+        "cleanup committed while stale: deadline not reached"]
+
+
+def test_ack_after_durable_fires_on_an_ack_after_the_cleanup_but_before_its_outbox_event():
+    h = history(created(), applied(105.0), acked(106.0), outbox(107.0))
+    assert [f["why"] for f in ack_after_durable(h, final())] == ["acked before the outbox event committed"]
+
+
+def test_account_writes_by_a_processor_are_replayed():
+    # a candidate whose cleanup marks the account renewed is judged on that committed state
+    h = history(created(), (101.0, "account_updated", dict(account_id=A, cleanup_version=1, deadline=100.0,
+                                                           detail="renewed")), applied(105.0))
+    assert [f["why"] for f in no_cleanup_after_renewal(h, final())] == ["cleanup committed while stale: renewed"]
+
+
+def test_effect_with_outbox_fires_on_an_event_key_that_is_not_the_reminder_key():
+    fin = final()
+    wrong = FinalState(fin.accounts, fin.markers, (OutboxEvent(0, "renewal-reminder:acct-1", A, 1, "sent"),),
+                       (), (), 1000.0)
+    assert [f["why"] for f in effect_with_outbox(GOOD, wrong)] == [
+        "cleanup committed without its outbox event",
+        "outbox event key 'renewal-reminder:acct-1' is not the reminder key of its cleanup"]

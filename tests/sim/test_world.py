@@ -140,7 +140,7 @@ def test_serializable_stores_stop_a_renewal_racing_the_cleanup(tiny, backend, tm
     outcome, summary = run(tiny(stores={"backend": backend}), ops=race,
                            db_path=tmp_path / "s.db" if backend == "sqlite" else None)
     rolled = [(r.time, r.detail) for r in outcome.history if r.kind == "tx_rolled_back"]
-    assert rolled[0] == (103.0, "BusySnapshotError")
+    assert rolled[0] == (103.0, "conflict:BusySnapshotError")
     assert summary["counts"]["lifecycle_during_attempts"] == 1
     assert [r.cleanup_version for r in outcome.history if r.kind == "cleanup_applied"] == [2]  # next term only
     assert holds(summary) == ALL_HOLD
@@ -210,3 +210,75 @@ def test_a_crash_loop_is_counted_per_phase(tiny):
     c = counts(outcome.history)
     # commits at delivery 1; deliveries 2 and 3 are stale no-op commits that crash too; then DLQ
     assert (c["crashes_after_commit"], c["dead_lettered"], c["cleanups"]) == (3, 1, 1)
+
+
+def test_the_no_op_commits_say_why_each_job_was_harmless(tiny):
+    _, renewed = run(tiny(workload={"renew_fraction": 1, "renew_in_flight_fraction": 0, "renew_lead_s": [60, 60]}))
+    assert (renewed["counts"]["no_op_renewed"], renewed["counts"]["no_op_already_applied"]) == (1, 0)
+    _, vanished = run(tiny(faults={"crashes": [{"delivery": 1, "phase": "after_commit"}]}))
+    assert (vanished["counts"]["no_op_renewed"], vanished["counts"]["no_op_already_applied"]) == (0, 1)
+
+
+def test_a_cron_run_longer_than_its_interval_skips_the_missed_trigger(tiny):
+    sc = tiny(workload={"accounts": 30, "deadline_start_s": 5},
+              scheduler={"mode": "cron", "cron_interval_s": 10, "cron_jitter_s": 0, "publish_latency_s": 1})
+    outcome, summary = run(sc)
+    cron = [(r.time, r.kind, r.detail) for r in outcome.history if r.kind.startswith("cron_run")]
+    assert cron[:4] == [(10.0, "cron_run_started", ""), (40.0, "cron_run_finished", "done published=30"),
+                        (40.0, "cron_run_skipped", "overrun"), (40.0, "cron_run_skipped", "overrun")]
+    assert summary["counts"]["cleanups"] == 30 and holds(summary) == ALL_HOLD
+
+
+def test_a_unique_violation_under_read_committed_counts_as_a_conflict(tiny):
+    outcome, summary = run(tiny(stores={"isolation": "read_committed"}, queue={"duplicate_probability": 1.0},
+                                workers={"count": 2}))
+    assert [r.detail for r in outcome.history if r.kind == "tx_rolled_back"][0] == "conflict:UniqueViolation"
+    assert summary["counts"]["conflicts"] >= 1 and summary["counts"]["cleanups"] == 1
+
+
+def _no_marker_check(job, accounts, cleanup_store, outbox):
+    account = accounts.get(job.account_id)
+    if account is None or account.cleanup_version != job.cleanup_version or account.renewed:
+        return
+    cleanup_store.apply_once(account_id=job.account_id, cleanup_version=job.cleanup_version)
+    outbox.add_once(event_key=f"renewal-reminder:{job.account_id}:{job.cleanup_version}",
+                    account_id=job.account_id, cleanup_version=job.cleanup_version)
+
+
+def test_the_world_waits_for_a_busy_worker_before_it_stops(tiny):
+    # the spurious copy's attempt runs long after the queue is empty; its commit must count
+    sc = tiny(queue={"duplicate_probability": 1.0}, workers={"count": 2},
+              stores={"latency_mean_s": 5.0, "unique_markers": False, "unique_outbox_keys": False})
+    outcome, summary = run(sc, processor=_no_marker_check)
+    assert outcome.final.markers == (("acct-000001", 1), ("acct-000001", 1))
+    assert summary["invariants"]["at_most_once_effect"]["holds"] is False
+
+
+def test_an_outbox_event_under_the_wrong_key_is_reported(tiny):
+    def versionless_key(job, accounts, cleanup_store, outbox):
+        account = accounts.get(job.account_id)
+        if account is None or account.cleanup_version != job.cleanup_version or account.renewed:
+            return
+        if not cleanup_store.was_applied(job.account_id, job.cleanup_version):
+            cleanup_store.apply_once(account_id=job.account_id, cleanup_version=job.cleanup_version)
+            outbox.add_once(event_key=f"renewal-reminder:{job.account_id}", account_id=job.account_id,
+                            cleanup_version=job.cleanup_version)
+
+    _, summary = run(tiny(), processor=versionless_key)
+    verdict = summary["invariants"]["effect_with_outbox"]
+    assert verdict["holds"] is False
+    assert verdict["example"]["why"] == "cleanup committed without its outbox event"
+
+
+def test_sqlite_and_its_in_memory_twin_give_the_same_history():
+    from sim.cli import DEFAULT_SCENARIO
+    from sim.history import to_csv
+    from sim.scenario import load, parse
+
+    base = load(DEFAULT_SCENARIO.parent / "smoke.toml").model_dump()
+    histories = []
+    for backend in ("sqlite", "memory"):
+        base["stores"]["backend"] = backend
+        outcome, _ = run(parse(base))
+        histories.append(to_csv(outcome.history))
+    assert histories[0] == histories[1]
