@@ -21,6 +21,7 @@ def plot_recovery_times(history: Sequence[Record]) -> bytes:
         ax.set_title("Recovery time")
     else:
         ax.hist(times, bins=BINS, color="tab:purple", alpha=0.8)
+        ax.set_yscale("log")  # the tail (second and third timeouts) matters as much as the mode
         ax.set_title(f"Recovery time ({times.size} messages, max {times.max():.1f} s)")
     ax.set_xlabel("virtual seconds from first failure to ack")
     ax.set_ylabel("messages")

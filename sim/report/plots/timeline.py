@@ -73,7 +73,8 @@ def plot_worker_timeline(history: Sequence[Record], width: float = WINDOW_S) -> 
     ax.set_xlabel("virtual time (h:mm:ss)")
     shown = f", {len(lanes)} of {total} workers" if len(lanes) < total else ""
     ax.set_title(f"Worker timeline {clock(w0)} to {clock(w1)}{shown}")
-    ax.legend(handles=_legend(), loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    ax.legend(handles=_legend(set(spans["outcome"]), bool(crashes), bool(redeliveries)),
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     return to_png(fig)
 
 
@@ -108,17 +109,21 @@ def _draw_bars(ax, spans: pd.DataFrame, lane_of: dict[str, int], w0: float, w1: 
     lo = spans["start"].clip(lower=w0).to_numpy(dtype=float)
     hi = spans["end"].clip(upper=w1).to_numpy(dtype=float)
     frame = pd.DataFrame({"worker": spans["worker"].to_numpy(), "outcome": spans["outcome"].to_numpy(),
-                          "lo": lo, "width": np.maximum(hi - lo, (w1 - w0) * 1e-3)})
+                          "lo": lo, "width": np.maximum(hi - lo, (w1 - w0) * 2.5e-3)})  # sub-pixel attempts stay visible
     for (worker, outcome), group in frame.groupby(["worker", "outcome"], sort=True):
         ax.broken_barh(group[["lo", "width"]].to_numpy(), (lane_of[worker] - _BAR / 2, _BAR),
                        facecolors=OUTCOME_COLORS.get(outcome, "black"), edgecolor="white",
                        linewidth=0.3)
 
 
-def _legend() -> list:
-    handles: list = [Patch(facecolor=color, label=outcome) for outcome, color in OUTCOME_COLORS.items()]
-    handles.append(Line2D([], [], marker="X", color="red", markeredgecolor="black",
-                          linestyle="none", label="crash"))
-    handles.append(Line2D([], [], marker="v", color="tab:blue", markeredgecolor="black",
-                          linestyle="none", label="redelivery"))
+def _legend(outcomes: set, crashes: bool, redeliveries: bool) -> list:
+    """Legend entries for what the window shows, nothing more."""
+    handles: list = [Patch(facecolor=color, label=outcome) for outcome, color in OUTCOME_COLORS.items()
+                     if outcome in outcomes]
+    if crashes:
+        handles.append(Line2D([], [], marker="X", color="red", markeredgecolor="black",
+                              linestyle="none", label="crash"))
+    if redeliveries:
+        handles.append(Line2D([], [], marker="v", color="tab:blue", markeredgecolor="black",
+                              linestyle="none", label="redelivery"))
     return handles
