@@ -2,13 +2,17 @@
 
 Exit codes (fixed, docs/DESIGN.md): 0 every invariant holds and every SLO threshold is met; 1 an
 invariant is violated or a threshold missed; 2 bad input (scenario, arguments), reported as
-one line on stderr with nothing written.
+one line on stderr with nothing written. Beyond those: 3 an internal error of acksim itself
+(with its traceback), 130 interrupted (Ctrl-C or SIGTERM; no report written).
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import tempfile
+import traceback
 from pathlib import Path
 
 from sim.scenario import ScenarioError, load, with_overrides
@@ -52,15 +56,38 @@ def _progress_bar(total: float):
 
 
 def check_out_dir(out: Path) -> None:
-    """Refuse a report folder that would overwrite something that is not a report: an
-    existing file, or a non-empty folder without a summary.json. Raises ``UsageError``."""
+    """Refuse, before any work, a report folder that cannot be written or would overwrite
+    something that is not a report: an existing file, a non-empty folder without a
+    summary.json, a name the file system refuses, a parent that is a file or read-only.
+    Leaves nothing behind. Raises ``UsageError``."""
+    if not str(out) or not out.name or out.name in (".", ".."):
+        raise UsageError(f"--out: {str(out)!r} needs a folder name, e.g. reports/run1")
+    try:
+        _check_writable(out)
+    except OSError as exc:
+        raise UsageError(f"--out: cannot write a report at {out}: {exc.strerror or exc}") from None
+
+
+def _check_writable(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out: {out} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not (out / "summary.json").is_file():
         raise UsageError(f"--out: {out} is a non-empty folder that holds no acksim report (no summary.json); "
                          "choose a new folder, or an earlier report's folder to replace it")
-    if not out.name or out.name in (".", ".."):
-        raise UsageError(f"--out: {str(out)!r} needs a folder name, e.g. reports/run1")
+    for p in (out.parent, *out.parent.parents):
+        if p.exists() and not p.is_dir():
+            raise UsageError(f"--out: {p} is a file, not a folder")
+    created = [p for p in (out.parent, *out.parent.parents) if not p.exists()]
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        probe = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+        probe.rmdir()
+    finally:
+        for p in created:  # deepest first
+            try:
+                p.rmdir()
+            except OSError:
+                pass
 
 
 class UsageError(ValueError):
@@ -74,19 +101,24 @@ def cmd_run(args) -> int:
     from sim.world import World
 
     scenario = with_overrides(load(args.scenario), seed=args.seed)
-    out = Path(args.out) if args.out else Path("reports") / _safe_name(scenario.name)
+    out = Path(args.out) if args.out is not None else Path("reports") / _safe_name(scenario.name)
     check_out_dir(out)
     world = World(scenario)
     update, close = _progress_bar(world._planned_end())
     world.progress = update
+    previous = signal.signal(signal.SIGTERM, _terminate)  # unwind, so the temporary stores go
     try:
         outcome = world.run()
     finally:
+        signal.signal(signal.SIGTERM, previous)
         close()
         world.close()
     summary = build_summary(scenario, outcome)
     write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})")
     ok = passed(summary)
+    if outcome.final.stopped_early:
+        print(f"acksim: warning: stopped at run.max_records = {scenario.run.max_records} records, "
+              f"at virtual time {outcome.final.end_s:.0f} s, before the pipeline drained", file=sys.stderr)
     broken = [n for n, v in summary["invariants"].items() if not v["holds"]]
     missed = [n for n, v in summary["slo"].items() if v["met"] is False]
     print(f"{'PASS' if ok else 'FAIL'}: {scenario.name} seed {scenario.seed}: "
@@ -96,10 +128,15 @@ def cmd_run(args) -> int:
     return 0 if ok else 1
 
 
+def _terminate(signum, frame):
+    raise KeyboardInterrupt
+
+
 def _safe_name(name: str) -> str:
-    """A scenario name as one folder name: path separators and leading dots replaced."""
-    cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in name).lstrip(".")
-    return cleaned or "scenario"
+    """A scenario name as one short folder name: ASCII letters, digits, ``-_.`` kept, anything
+    else (path separators included) replaced by ``_``, no leading dot, at most 80 characters."""
+    cleaned = "".join(c if (c.isascii() and c.isalnum()) or c in "-_." else "_" for c in name).lstrip(".")
+    return cleaned[:80] or "scenario"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -115,8 +152,13 @@ def main(argv: list[str] | None = None) -> int:
     except (ScenarioError, UsageError) as exc:
         print(f"acksim: error: {exc}", file=sys.stderr)
         return 2
+    except Exception:  # noqa: BLE001 - a bug of ours must not read as a verdict (exit 1)
+        traceback.print_exc()
+        print("acksim: internal error: the traceback above is a bug in acksim, not a verdict on the design",
+              file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
-        print("acksim: interrupted; no report written", file=sys.stderr)
+        print("acksim: interrupted; no report written (an earlier report there is intact)", file=sys.stderr)
         return 130
     return 2
 

@@ -14,12 +14,14 @@ from __future__ import annotations
 import tomllib
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 import annotated_types as at
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 DAY = 86_400.0
+HORIZON_S = 400 * DAY  # the longest virtual time any scenario may reach
+MAX_SCENARIO_BYTES = 1_000_000
 
 
 class ScenarioError(ValueError):
@@ -29,7 +31,8 @@ class ScenarioError(ValueError):
 class _Section(BaseModel):
     # strict: TOML has native integers, floats, booleans and strings, so "60" or true where a
     # number is expected is a mistake to report, not to coerce (an int is still a valid float)
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    # and inf or nan in a time or threshold is never meant
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 def _tuples(value):
@@ -39,7 +42,8 @@ def _tuples(value):
 
 Tupled = BeforeValidator(_tuples)
 Probability = Annotated[float, Field(ge=0.0, le=1.0)]
-Span = Annotated[tuple[Annotated[float, Field(ge=0.0)], Annotated[float, Field(ge=0.0)]], Tupled]
+Seconds = Annotated[float, Field(ge=0.0, le=HORIZON_S)]
+Span = Annotated[tuple[Seconds, Seconds], Tupled]
 
 
 class Workload(_Section):
@@ -51,7 +55,7 @@ class Workload(_Section):
     """
 
     accounts: int = Field(1_000, ge=1, le=2_000_000)
-    deadline_start_s: float = Field(600.0, ge=0.0)
+    deadline_start_s: float = Field(600.0, ge=0.0, le=HORIZON_S)
     deadline_window_s: float = Field(DAY, gt=0.0, le=30 * DAY)
     deadline_granularity_s: float = Field(60.0, gt=0.0, le=DAY)
     renew_fraction: Probability = 0.15
@@ -96,6 +100,13 @@ class Scheduler(_Section):
     cron_batch: int = Field(1000, ge=1, le=1_000_000)
     paused: Annotated[tuple[Span, ...], Tupled] = ()
 
+    @model_validator(mode="after")
+    def _jitter_within_interval(self) -> "Scheduler":
+        if self.cron_jitter_s >= self.cron_interval_s:
+            raise ValueError(f"cron_jitter_s: must be below cron_interval_s ({self.cron_interval_s:g}), "
+                             f"got {self.cron_jitter_s:g}")
+        return self
+
     @field_validator("paused")
     @classmethod
     def _windows_ordered(cls, v: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
@@ -132,7 +143,14 @@ class Queue(_Section):
     nack_backoff_base_s: float = Field(2.0, ge=0.0, le=43_200.0)
     nack_backoff_max_s: float = Field(300.0, ge=0.0, le=43_200.0)
     ack_latency_s: float = Field(0.002, ge=0.0, le=60.0)
-    redrive_at_s: Annotated[tuple[Annotated[float, Field(ge=0.0)], ...], Tupled] = ()
+    redrive_at_s: Annotated[tuple[Seconds, ...], Tupled] = ()
+
+    @model_validator(mode="after")
+    def _backoff_ordered(self) -> "Queue":
+        if self.nack_backoff_max_s < self.nack_backoff_base_s:
+            raise ValueError(f"nack_backoff_max_s: must be at least nack_backoff_base_s "
+                             f"({self.nack_backoff_base_s:g}), got {self.nack_backoff_max_s:g}")
+        return self
 
     @model_validator(mode="after")
     def _fifo_has_no_spurious_duplicates(self) -> "Queue":
@@ -192,7 +210,7 @@ class Deployment(_Section):
     """A rolling deployment starting at ``at_s``: each worker in turn is stopped (a crash
     wherever it is) and comes back ``worker_down_s`` later, then the next one."""
 
-    at_s: float = Field(ge=0.0)
+    at_s: float = Field(ge=0.0, le=HORIZON_S)
     worker_down_s: float = Field(20.0, ge=0.0, le=DAY)
 
 
@@ -214,7 +232,7 @@ class Mail(_Section):
     without it every send reaches the player. Transient errors (429, 5xx) are retried every
     poll up to ``max_attempts``; permanent errors (invalid input, 4xx) fail the event at once."""
 
-    poll_interval_s: float = Field(5.0, gt=0.0, le=3600.0)
+    poll_interval_s: float = Field(5.0, ge=0.1, le=3600.0)
     batch: int = Field(100, ge=1, le=100_000)
     latency_s: float = Field(0.05, ge=0.0, le=60.0)
     transient_error_probability: Probability = 0.0
@@ -248,10 +266,13 @@ class Slo(_Section):
 
 class Run(_Section):
     """When the world stops: once all planned events have happened and the queue, the
-    scheduler and the outbox are idle (checked every ``idle_check_s``), or at ``max_time_s``."""
+    workers, the scheduler and the outbox are idle (checked every ``idle_check_s``), or at
+    ``max_time_s``, or once the history holds ``max_records`` records (a crash loop with no
+    dead-letter queue never drains; the summary's ``stopped_early`` count says so)."""
 
-    max_time_s: float = Field(30 * DAY, gt=0.0, le=400 * DAY)
-    idle_check_s: float = Field(10.0, gt=0.0, le=DAY)
+    max_time_s: float = Field(30 * DAY, gt=0.0, le=HORIZON_S)
+    idle_check_s: float = Field(10.0, ge=1.0, le=DAY)
+    max_records: int = Field(3_000_000, ge=1000, le=100_000_000)
 
 
 class Scenario(_Section):
@@ -273,23 +294,44 @@ class Scenario(_Section):
     @field_validator("epoch")
     @classmethod
     def _utc(cls, v: datetime) -> datetime:
-        return v.replace(tzinfo=timezone.utc) if v.tzinfo is None else v.astimezone(timezone.utc)
+        v = v.replace(tzinfo=timezone.utc) if v.tzinfo is None else v.astimezone(timezone.utc)
+        if not 1970 <= v.year <= 9000:
+            raise ValueError(f"must be a UTC date-time between 1970 and 9000, got {v.isoformat()}")
+        return v
 
 
-def _describe_range(model: type[BaseModel], loc: tuple) -> str:
-    """'allowed: 0 < value <= 43200' from the constraints of the field at ``loc``."""
-    cls = model
-    info = None
+def _model_in(annotation) -> type[BaseModel] | None:
+    """The settings model inside an annotation (bare, ``Annotated``, ``tuple[...]``), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _walk(loc: tuple) -> tuple[type[BaseModel], object | None]:
+    """For an error location: the model whose keys the last name was looked up in, and the
+    ``FieldInfo`` of that name (None when it is no field there). List indices are skipped."""
+    model, info = Scenario, None
     for part in loc:
-        if not isinstance(part, str) or cls is None or part not in getattr(cls, "model_fields", {}):
-            break
-        info = cls.model_fields[part]
-        ann = info.annotation
-        cls = ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
-    if info is None:
-        return ""
+        if isinstance(part, int):
+            continue
+        if part not in model.model_fields:
+            return model, None
+        info = model.model_fields[part]
+        inner = _model_in(info.annotation)
+        if inner is None:
+            return model, info
+        model = inner
+    return model, info
+
+
+def _describe_range(info) -> str:
+    """'allowed: 0 < value <= 43200' from the constraints of a field, or ''."""
     lo = hi = ""
-    for m in info.metadata:
+    for m in getattr(info, "metadata", ()):
         if isinstance(m, at.Gt):
             lo = f"{m.gt} < "
         elif isinstance(m, at.Ge):
@@ -298,29 +340,25 @@ def _describe_range(model: type[BaseModel], loc: tuple) -> str:
             hi = f" < {m.lt}"
         elif isinstance(m, at.Le):
             hi = f" <= {m.le}"
-    if lo or hi:
-        return f"allowed: {lo}value{hi}"
-    return ""
+    return f"allowed: {lo}value{hi}" if lo or hi else ""
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _one_line(exc: ValidationError, source: str) -> str:
     err = exc.errors()[0]
     loc = tuple(err["loc"])
     field = ".".join(str(p) for p in loc) or "(top level)"
-    etype = err["type"]
-    if etype == "extra_forbidden":
-        parent = Scenario
-        for part in loc[:-1]:
-            ann = parent.model_fields[part].annotation if isinstance(part, str) and part in parent.model_fields else None
-            if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
-                break
-            parent = ann
-        allowed = ", ".join(parent.model_fields)
-        return f"{source}: {field}: unknown key (allowed keys here: {allowed})"
+    model, info = _walk(loc)
+    if err["type"] == "extra_forbidden":
+        return f"{source}: {field}: unknown key (allowed keys here: {', '.join(model.model_fields)})"
     msg = err["msg"].removeprefix("Value error, ")
-    rng = _describe_range(Scenario, loc)
+    rng = _describe_range(info) if info is not None and loc and isinstance(loc[-1], str) else ""
     got = err.get("input")
-    got_s = "" if isinstance(got, dict) else f" (got {got!r})"
+    got_s = "" if isinstance(got, dict) else f" (got {_short(got)})"
     return f"{source}: {field}: {msg}{got_s}" + (f"; {rng}" if rng and rng not in msg else "")
 
 
@@ -340,15 +378,21 @@ def load(path: str | Path) -> Scenario:
     """
     p = Path(path)
     try:
+        if not p.exists():
+            raise ScenarioError(f"{p}: scenario file not found")
+        if not p.is_file():
+            raise ScenarioError(f"{p}: not a regular file")
+        if p.stat().st_size > MAX_SCENARIO_BYTES:
+            raise ScenarioError(f"{p}: {p.stat().st_size} bytes; a scenario file may have at most {MAX_SCENARIO_BYTES}")
         text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(f"{p}: scenario file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(f"{p}: cannot read scenario file: {exc}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{p}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ScenarioError(f"{p}: not valid TOML: arrays or tables nested too deeply") from None
     return parse(data, str(p))
 
 

@@ -56,7 +56,8 @@ class Scheduler:
         if deadline_s - env.now > max_delay:
             yield env.timeout(deadline_s - env.now - max_delay)  # re-armed until within reach
         yield env.timeout(world.scenario.scheduler.publish_latency_s)
-        self._publish(account_id, version, deadline_s, max(deadline_s - env.now, 0.0))
+        delay = min(max(deadline_s - env.now, 0.0), max_delay)  # float rounding must not pass the cap
+        self._publish(account_id, version, deadline_s, delay)
         self.pending -= 1
 
     def _publish(self, account_id: str, version: int, deadline_s: float, delay_s: float) -> None:

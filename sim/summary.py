@@ -107,7 +107,7 @@ def build_summary(scenario: Scenario, outcome: Outcome) -> dict:
         "seed": scenario.seed,
         "invariants": check_all(history, outcome.final),
         "slo": evaluate(figures(history), scenario.slo.thresholds()),
-        "counts": counts(history),
+        "counts": {**counts(history), "stopped_early": int(outcome.final.stopped_early)},
     }
 
 

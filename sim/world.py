@@ -40,7 +40,9 @@ def stream(seed: int, name: str) -> random.Random:
 @dataclass(frozen=True, slots=True)
 class FinalState:
     """What the stores hold when the world stops (ground truth for the invariants):
-    accounts by id order, cleanup markers (duplicates kept), outbox events by insertion."""
+    accounts by id order, cleanup markers (duplicates kept), outbox events by insertion; the
+    queue's dead-letter and in-flight message ids; the end time (virtual s); whether the run
+    was cut at ``run.max_records``."""
 
     accounts: tuple[Account, ...]
     markers: tuple[tuple[str, int], ...]
@@ -48,6 +50,7 @@ class FinalState:
     dead_letter_queue: tuple[int, ...]
     in_flight: tuple[int, ...]
     end_s: float
+    stopped_early: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,7 +144,9 @@ class World:
             yield env.timeout(min(step, end - env.now))
             if self.progress:
                 self.progress(env.now)
-        while env.now < sc.run.max_time_s:
+            if self.over_record_limit:
+                return
+        while env.now < sc.run.max_time_s and not self.over_record_limit:
             if (self.renewals.pending == 0 and not self.busy and self.queue.idle
                     and self.scheduler.idle and self.relay.idle):
                 return
@@ -149,13 +154,18 @@ class World:
             if self.progress:
                 self.progress(env.now)
 
+    @property
+    def over_record_limit(self) -> bool:
+        """True once the history holds ``run.max_records`` records: the world stops early."""
+        return len(self.history.records) >= self.scenario.run.max_records
+
     def final_state(self) -> FinalState:
         """Read the stores' committed state through a fresh session."""
         s = self.db.session()
         try:
             return FinalState(tuple(s.accounts.all()), tuple(s.cleanup_store.markers()),
                               tuple(s.outbox.events()), self.queue.dead_letter_queue,
-                              tuple(self.queue.in_flight()), float(self.env.now))
+                              tuple(self.queue.in_flight()), float(self.env.now), self.over_record_limit)
         finally:
             s.close()
 

@@ -65,7 +65,7 @@ def test_unknown_key_is_bad_input(tmp_path, capsys):
     path.write_text(Path(SMOKE).read_text() + "\n[run]\nbogus = 1\n")
     assert main(["run", str(path), "--out", str(tmp_path / "rep")]) == 2
     err = capsys.readouterr().err
-    assert "run.bogus: unknown key (allowed keys here: max_time_s, idle_check_s)" in err and err.count("\n") == 1
+    assert "run.bogus: unknown key (allowed keys here: max_time_s, idle_check_s, max_records)" in err and err.count("\n") == 1
     assert not (tmp_path / "rep").exists()
 
 
@@ -75,6 +75,12 @@ def test_unknown_key_is_bad_input(tmp_path, capsys):
     (("count = 4", 'count = "four"'), "workers.count: Input should be a valid integer (got 'four')"),
     (("[queue]\n", "[queue]\nmax_delay_s = 700000\n"), "queue.max_delay_s: Input should be less than or equal to 604800"),
     (("[workload]", "[workload"), "not valid TOML"),
+    (("recovery_time_p99_s = 120", "recovery_time_p99_s = inf"), "slo.recovery_time_p99_s: Input should be a finite number"),
+    (("accounts = 300", "accounts = true"), "workload.accounts: Input should be a valid integer (got True)"),
+    (("[workload]\n", "[workload]\ndeadline_start_s = 1e300\n"), "workload.deadline_start_s: Input should be less than or equal to"),
+    (("epoch = 2026-01-01T00:00:00Z", "epoch = 9999-12-31T23:59:59Z"), "epoch: must be a UTC date-time between 1970 and 9000"),
+    (("[faults]\n", '[[faults.crashes]]\ndelivery = 1\nphase = "before_call"\nbogus = 1\n\n[faults]\n'),
+     "faults.crashes.0.bogus: unknown key (allowed keys here: delivery, phase, call)"),
 ])
 def test_bad_values_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, replace, message):
     path = tmp_path / "s.toml"
@@ -124,3 +130,29 @@ def test_a_name_with_slashes_stays_one_folder_under_reports(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     assert main(["run", str(path)]) == 0
     assert (tmp_path / "reports" / "_.._etc_x_y" / "summary.json").is_file()
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda d: (d / "f").write_text("x") and d / "f" / "rep", "is a file, not a folder"),
+    (lambda d: d / ("x" * 300), "File name too long"),
+    (lambda d: "", "needs a folder name"),
+])
+def test_an_unwritable_report_folder_is_refused_before_the_run(tmp_path, capsys, make, message):
+    out = make(tmp_path)
+    assert main(["run", SMOKE, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("acksim: error: --out: ") and message in err and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) in ([], ["f"])
+
+
+def test_a_scenario_that_is_not_a_small_regular_file_is_refused(tmp_path, capsys):
+    assert main(["run", str(tmp_path)]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+    deep = tmp_path / "deep.toml"
+    deep.write_text("x = " + "[" * 1000 + "]" * 1000)
+    assert main(["run", str(deep)]) == 2
+    assert "nested too deeply" in capsys.readouterr().err
+    big = tmp_path / "big.toml"
+    big.write_text("# " + "x" * 1_000_001)
+    assert main(["run", str(big)]) == 2
+    assert "a scenario file may have at most 1000000" in capsys.readouterr().err

@@ -282,3 +282,11 @@ def test_sqlite_and_its_in_memory_twin_give_the_same_history():
         outcome, _ = run(parse(base))
         histories.append(to_csv(outcome.history))
     assert histories[0] == histories[1]
+
+
+def test_a_crash_loop_without_a_dead_letter_queue_stops_at_the_record_limit(tiny):
+    outcome, summary = run(tiny(queue={"max_receive_count": 0}, faults={"crash_before_call": 1.0},
+                                run={"max_records": 1000, "idle_check_s": 10}))
+    assert 1000 <= len(outcome.history) < 1100 and outcome.final.stopped_early
+    assert summary["counts"]["stopped_early"] == 1
+    assert summary["invariants"]["no_lost_work"]["example"]["why"] == "message 1 still in flight at the end"
