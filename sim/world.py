@@ -25,7 +25,7 @@ from sim.faults import FaultPlan, fault_injector
 from sim.history import History, Record
 from sim.outbox_relay import OutboxRelay
 from sim.queue import Queue
-from sim.renewals import Renewals, plan_workload
+from sim.renewals import LifecycleOp, Renewals, plan_workload
 from sim.scenario import Scenario
 from sim.scheduler import Scheduler
 from sim.worker import worker
@@ -62,11 +62,16 @@ class Outcome:
 
 
 class World:
-    """Everything one run needs. ``db_path`` is the SQLite file (a temporary one by default).
-    Raises ValueError (from the stores) for an impossible store configuration."""
+    """Everything one run needs. ``processor`` is the code under test (the reference
+    ``model.process`` by default); ``db_path`` is the SQLite file (a temporary one by
+    default); ``progress`` is called with the virtual time now and then; ``workload`` is an
+    explicit plan (initial deadline by account id, sorted lifecycle steps) instead of the one
+    drawn from the scenario's ``[workload]`` table. Raises ValueError (from the stores) for an
+    impossible store configuration."""
 
     def __init__(self, scenario: Scenario, processor: Callable = reference_process,
-                 db_path: str | Path | None = None, progress: Callable[[float], None] | None = None) -> None:
+                 db_path: str | Path | None = None, progress: Callable[[float], None] | None = None,
+                 workload: tuple[dict[str, float], list[LifecycleOp]] | None = None) -> None:
         self.scenario = scenario
         self.processor = processor
         self.progress = progress
@@ -83,7 +88,9 @@ class World:
         self.queue = Queue(self.env, self.history, scenario.queue, stream(seed, "queue"))
         self.fault_plan = FaultPlan(scenario.faults)
         self.scheduler = Scheduler(self, stream(seed, "scheduler"))
-        self.initial_deadlines, ops = plan_workload(scenario.workload, stream(seed, "workload"))
+        if workload is None:
+            workload = plan_workload(scenario.workload, stream(seed, "workload"))
+        self.initial_deadlines, ops = workload
         self.renewals = Renewals(self, ops)
         self.relay = OutboxRelay(self, stream(seed, "outbox-relay"))
         self.workers: list[simpy.Process] = []

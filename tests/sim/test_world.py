@@ -10,10 +10,8 @@ from sim.world import World
 
 
 def run(scenario, processor=process, ops=None, db_path=None):
-    world = World(scenario, processor, db_path=db_path)
-    if ops is not None:
-        world.renewals.ops = ops
-        world.renewals.pending = len(ops)
+    workload = None if ops is None else ({"acct-000001": 100.0}, ops)
+    world = World(scenario, processor, db_path=db_path, workload=workload)
     try:
         outcome = world.run()
     finally:
