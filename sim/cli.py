@@ -11,10 +11,13 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 
+from sim.outdir import UsageError, check_out_dir, safe_name
+from sim.check_cli import add_check_parser, cmd_check, replay_verdict
+from sim.interleave import ProcessorHung
+from sim.processor_ref import load_processor
 from sim.scenario import ScenarioError, load, with_overrides
 
 DEFAULT_SCENARIO = Path(__file__).resolve().parent.parent / "scenarios" / "game-renewal.toml"
@@ -33,6 +36,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="scenario TOML file (default: the bundled game-renewal scenario)")
     run.add_argument("--seed", type=int, help="override the scenario's seed (0 .. 2**63-1)")
     run.add_argument("--out", help="report folder (default: reports/<scenario name>)")
+    run.add_argument("--processor", metavar="REF",
+                     help="code under test, package.module:function or path/to/file.py:function "
+                          "(default: the scenario's processor, the reference model.processor:process)")
+    add_check_parser(sub)
     return p
 
 
@@ -55,45 +62,6 @@ def _progress_bar(total: float):
     return update, bar.close
 
 
-def check_out_dir(out: Path) -> None:
-    """Refuse, before any work, a report folder that cannot be written or would overwrite
-    something that is not a report: an existing file, a non-empty folder without a
-    summary.json, a name the file system refuses, a parent that is a file or read-only.
-    Leaves nothing behind. Raises ``UsageError``."""
-    if not str(out) or not out.name or out.name in (".", ".."):
-        raise UsageError(f"--out: {str(out)!r} needs a folder name, e.g. reports/run1")
-    try:
-        _check_writable(out)
-    except OSError as exc:
-        raise UsageError(f"--out: cannot write a report at {out}: {exc.strerror or exc}") from None
-
-
-def _check_writable(out: Path) -> None:
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out: {out} exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not (out / "summary.json").is_file():
-        raise UsageError(f"--out: {out} is a non-empty folder that holds no acksim report (no summary.json); "
-                         "choose a new folder, or an earlier report's folder to replace it")
-    for p in (out.parent, *out.parent.parents):
-        if p.exists() and not p.is_dir():
-            raise UsageError(f"--out: {p} is a file, not a folder")
-    created = [p for p in (out.parent, *out.parent.parents) if not p.exists()]
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        probe = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-        probe.rmdir()
-    finally:
-        for p in created:  # deepest first
-            try:
-                p.rmdir()
-            except OSError:
-                pass
-
-
-class UsageError(ValueError):
-    """Bad command-line arguments: one line, exit 2."""
-
-
 def cmd_run(args) -> int:
     """Run one scenario; returns the exit code."""
     from sim.report import write_report
@@ -101,21 +69,30 @@ def cmd_run(args) -> int:
     from sim.world import World
 
     scenario = with_overrides(load(args.scenario), seed=args.seed)
-    out = Path(args.out) if args.out is not None else Path("reports") / _safe_name(scenario.name)
+    processor = load_processor(args.processor or scenario.processor, "--processor" if args.processor else "processor")
+    out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
     check_out_dir(out)
-    world = World(scenario)
+    world = World(scenario, processor)
     update, close = _progress_bar(world._planned_end())
     world.progress = update
     previous = signal.signal(signal.SIGTERM, _terminate)  # unwind, so the temporary stores go
     try:
         outcome = world.run()
+    except ProcessorHung:
+        outcome = world.outcome()  # the processor_error record says why; report what happened
     finally:
         signal.signal(signal.SIGTERM, previous)
         close()
         world.close()
     summary = build_summary(scenario, outcome)
-    write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})")
+    write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})",
+                 full_timeline=bool(scenario.plan.accounts))
     ok = passed(summary)
+    for when, worker, mid, text in world.processor_errors[:1]:
+        print(f"acksim: the processor raised an error of its own ({len(world.processor_errors)} in all); "
+              f"the first, at {when:.4f} s in {worker} on message {mid}:\n{text.rstrip()}", file=sys.stderr)
+    if scenario.expect is not None:
+        print(replay_verdict(scenario, outcome.history, summary))
     if outcome.final.stopped_early:
         print(f"acksim: warning: stopped at run.max_records = {scenario.run.max_records} records, "
               f"at virtual time {outcome.final.end_s:.0f} s, before the pipeline drained", file=sys.stderr)
@@ -132,13 +109,6 @@ def _terminate(signum, frame):
     raise KeyboardInterrupt
 
 
-def _safe_name(name: str) -> str:
-    """A scenario name as one short folder name: ASCII letters, digits, ``-_.`` kept, anything
-    else (path separators included) replaced by ``_``, no leading dot, at most 80 characters."""
-    cleaned = "".join(c if (c.isascii() and c.isalnum()) or c in "-_." else "_" for c in name).lstrip(".")
-    return cleaned[:80] or "scenario"
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``acksim`` console script; returns the exit code."""
     parser = _parser()
@@ -149,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return cmd_run(args)
+        if args.command == "check":
+            return cmd_check(args)
     except (ScenarioError, UsageError) as exc:
         print(f"acksim: error: {exc}", file=sys.stderr)
         return 2

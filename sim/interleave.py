@@ -6,22 +6,47 @@ worker's SimPy process. The worker lets virtual time pass (the store's latency),
 fault plan decide whether to crash there, and then switches back in, so other workers and
 renewals interleave between any two store calls, like threads on a scheduler we control.
 
-A crash is not an exception the processor can catch: the worker abandons the greenlet, and
+A crash is not an exception the processor can catch: the worker abandons the attempt, and
 the greenlet is unwound with ``Abandoned`` (a BaseException) while every store refuses
 further calls.
+
+Misbehaving code gets a verdict, never a hung harness: ``time.sleep`` inside the processor
+passes virtual time instead of wall time; a processor that swallows ``Abandoned`` and keeps
+calling its stores is left suspended after ``MAX_REFUSED_CALLS`` refusals; and a processor
+that runs longer than ``STEP_BUDGET_S`` of wall-clock time between two store calls is
+interrupted and reported as ``ProcessorHung`` (the one place the harness reads a clock).
 """
 
 from __future__ import annotations
 
+import _thread
+import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from greenlet import greenlet, getcurrent
 
+STEP_BUDGET_S = 10.0
+MAX_REFUSED_CALLS = 1000
+_REAL_SLEEP = time.sleep
+_ZOMBIES: list = []  # processors that would not stop; kept so garbage collection never resumes them
+
 
 class Abandoned(BaseException):
     """Thrown into an attempt the harness gave up on (its worker crashed). Not an Exception,
     so a processor's ``except Exception`` does not swallow it."""
+
+
+class ProcessorHung(Exception):
+    """The processor ran longer than its wall-clock budget without reaching a store call."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """The processor called ``time.sleep(seconds)``: the harness lets virtual time pass."""
+
+    seconds: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +101,12 @@ class Attempt:
     ``calls`` counts the store calls made so far.
     """
 
-    def __init__(self, processor: Callable, job: Any, stores: dict[str, Any]) -> None:
+    def __init__(self, processor: Callable, job: Any, stores: dict[str, Any],
+                 budget_s: float = STEP_BUDGET_S) -> None:
         self.calls = 0
         self.abandoned = False
+        self.refused = 0
+        self.budget_s = budget_s
         proxies = {name: _StoreProxy(self, name, target) for name, target in stores.items()}
         self._parent = getcurrent()
         self._g = greenlet(lambda: self._body(processor, job, proxies), parent=self._parent)
@@ -94,7 +122,7 @@ class Attempt:
     def begin_call(self, store: str, method: str) -> int:
         """Called inside the greenlet before a store call; returns the call's index."""
         if self.abandoned:
-            raise Abandoned()
+            self._refuse()
         i = self.calls
         self.calls += 1
         self._parent.switch(StoreCall(store, method, i, "before"))
@@ -104,18 +132,85 @@ class Attempt:
         """Called inside the greenlet after a store call returned."""
         self._parent.switch(StoreCall(store, method, index, "after"))
 
-    def step(self) -> StoreCall | Finished:
-        """Run until the next boundary. Raises RuntimeError on a finished or abandoned attempt."""
+    def sleep(self, seconds: float) -> None:
+        """``time.sleep`` while the processor runs: virtual time passes instead."""
+        if self.abandoned:
+            self._refuse()
+        self._parent.switch(Sleep(max(float(seconds), 0.0)))
+
+    def _refuse(self) -> None:
+        self.refused += 1
+        if self.refused >= MAX_REFUSED_CALLS:
+            _ZOMBIES.append(self._g)
+            self._parent.switch(Finished())  # never resumed
+        raise Abandoned()
+
+    def step(self) -> StoreCall | Sleep | Finished:
+        """Run until the next boundary. Raises RuntimeError on a finished or abandoned attempt
+        and ``ProcessorHung`` when the processor overran its wall-clock budget."""
         if self.abandoned or self._g.dead:
             raise RuntimeError("attempt is no longer running")
-        result = self._g.switch()
-        return result
+        return _watched(self, self._g.switch)
 
-    def abandon(self) -> None:
-        """Unwind the processor with ``Abandoned`` and refuse every later store call."""
+    def abandon(self) -> str | None:
+        """Unwind the processor with ``Abandoned`` and refuse every later store call. Returns
+        a note when the processor resisted (swallowed ``Abandoned``), else None."""
         self.abandoned = True
         if self._g and not self._g.dead:
             try:
-                self._g.throw(Abandoned())
+                _watched(self, lambda: self._g.throw(Abandoned()))
             except Abandoned:
                 pass
+        if self.refused:
+            kept = "and was left suspended" if self.refused >= MAX_REFUSED_CALLS else "then stopped"
+            return f"swallowed its crash and kept calling stores ({self.refused} refused calls) {kept}"
+        return None
+
+
+class _Watchdog:
+    """One daemon thread per process: interrupts the main thread while an attempt's step has
+    run longer than its budget, until the step returns."""
+
+    def __init__(self) -> None:
+        self.started_at: float | None = None
+        self.budget_s = STEP_BUDGET_S
+        self.fired = False
+        self._thread: threading.Thread | None = None
+
+    def ensure_running(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._watch, name="acksim-watchdog", daemon=True)
+            self._thread.start()
+
+    def _watch(self) -> None:
+        while True:
+            _REAL_SLEEP(0.05)
+            started = self.started_at
+            if started is not None and time.monotonic() - started > self.budget_s:
+                self.fired = True
+                _thread.interrupt_main()
+                _REAL_SLEEP(0.2)
+
+
+_WATCHDOG = _Watchdog()
+
+
+def _watched(attempt: Attempt, run: Callable):
+    """Run a greenlet switch with ``time.sleep`` virtualised and the watchdog armed."""
+    if threading.current_thread() is threading.main_thread():
+        _WATCHDOG.ensure_running()
+    _WATCHDOG.budget_s, _WATCHDOG.fired = attempt.budget_s, False
+    _WATCHDOG.started_at = time.monotonic()
+    saved, time.sleep = time.sleep, attempt.sleep
+    try:
+        return run()
+    except KeyboardInterrupt:
+        if _WATCHDOG.fired:
+            attempt.abandoned = True
+            _ZOMBIES.append(attempt._g)
+            raise ProcessorHung(f"the processor ran over {attempt.budget_s:g} s of wall-clock time "
+                                "without reaching a store call or returning") from None
+        raise
+    finally:
+        _WATCHDOG.started_at = None
+        time.sleep = saved

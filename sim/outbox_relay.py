@@ -56,11 +56,12 @@ class OutboxRelay:
                 yield env.timeout(cfg.latency_s)
                 fields = dict(account_id=ev.account_id, cleanup_version=ev.cleanup_version, detail=ev.event_key)
                 u = self.rng.random()
+                outage = next((o.error for o in cfg.outages if o.start_s <= env.now < o.end_s), None)
                 try:
-                    if u < cfg.permanent_error_probability:
+                    if outage == "permanent" or (outage is None and u < cfg.permanent_error_probability):
                         outbox.mark_failed(ev.event_key)
                         history.record("reminder_failed", "outbox-relay", **fields)
-                    elif u < cfg.permanent_error_probability + cfg.transient_error_probability:
+                    elif outage == "transient" or u < cfg.permanent_error_probability + cfg.transient_error_probability:
                         n = self._attempts.get(ev.event_key, 0) + 1
                         self._attempts[ev.event_key] = n
                         if n >= cfg.max_attempts:

@@ -70,15 +70,17 @@ class Queue:
 
     ``publish`` enqueues (or deduplicates, in FIFO mode); ``receive`` returns a SimPy event
     whose value is a ``Delivery``; ``ack``, ``nack`` and ``redrive`` change a message's state.
-    ``rng`` decides spurious duplicates. Times are virtual seconds.
+    ``rng`` decides spurious duplicates; ``forced_duplicates`` names delivery numbers that get
+    one regardless. Times are virtual seconds.
     """
 
     def __init__(self, env: simpy.Environment, history: History, config: QueueConfig,
-                 rng: random.Random) -> None:
+                 rng: random.Random, forced_duplicates: frozenset[int] = frozenset()) -> None:
         self.env = env
         self.history = history
         self.config = config
         self.rng = rng
+        self.forced_duplicates = forced_duplicates  # delivery numbers that also get a spurious copy
         self._messages: dict[int, _Message] = {}
         self._ready: deque[tuple[int, bool]] = deque()  # (message id, duplicate copy)
         self._getters: deque[tuple[simpy.Event, str]] = deque()
@@ -279,7 +281,8 @@ class Queue:
             self._log("delivered", consumer, msg, delivery.receive_count,
                       "duplicate" if dup else "")
             event.succeed(delivery)
-            if not dup and cfg.duplicate_probability and self.rng.random() < cfg.duplicate_probability:
+            if not dup and (delivery.number in self.forced_duplicates or (
+                    cfg.duplicate_probability and self.rng.random() < cfg.duplicate_probability)):
                 self._ready.append((mid, True))
 
     def _next_number(self) -> int:

@@ -42,6 +42,14 @@ def account_ids(n: int) -> list[str]:
     return [f"acct-{i:06d}" for i in range(1, n + 1)]
 
 
+def planned_workload(plan) -> tuple[dict[str, float], list[LifecycleOp]]:
+    """The deadlines and sorted steps of an explicit ``[plan]`` (``sim.scenario.Plan``)."""
+    deadlines = {a.account_id: a.deadline_s for a in plan.accounts}
+    ops = [LifecycleOp(s.at_s, s.kind, s.account_id, amount_s=s.amount_s) for s in plan.steps]
+    ops.sort(key=lambda op: (op.at_s, op.account_id, op.kind))
+    return deadlines, ops
+
+
 def plan_workload(w: Workload, rng: random.Random) -> tuple[dict[str, float], list[LifecycleOp]]:
     """Draw the initial deadlines (by account id) and the sorted lifecycle plan."""
     deadlines: dict[str, float] = {}

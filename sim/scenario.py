@@ -214,9 +214,25 @@ class Deployment(_Section):
     worker_down_s: float = Field(20.0, ge=0.0, le=DAY)
 
 
+class ScheduledDuplicate(_Section):
+    """The queue also hands a spurious copy of the ``delivery``-th delivery (1-based) to the
+    next waiting consumer."""
+
+    delivery: int = Field(ge=1, le=10_000_000)
+
+
+class LatencySpike(_Section):
+    """Store calls that start in ``[at_s, at_s + duration_s)`` take ``factor`` times longer."""
+
+    at_s: float = Field(ge=0.0, le=HORIZON_S)
+    duration_s: float = Field(gt=0.0, le=HORIZON_S)
+    factor: float = Field(gt=1.0, le=1_000_000.0)
+
+
 class Faults(_Section):
     """Worker crashes: a probability per opportunity for each phase (before or after each store
-    call, after the commit before the ack, during the ack), scheduled crashes, deployments."""
+    call, after the commit before the ack, during the ack), scheduled crashes, rolling
+    deployments; scheduled spurious duplicates; store latency spikes."""
 
     crash_before_call: Probability = 0.0
     crash_after_call: Probability = 0.0
@@ -224,6 +240,22 @@ class Faults(_Section):
     crash_during_ack: Probability = 0.0
     crashes: Annotated[tuple[ScheduledCrash, ...], Tupled] = ()
     deployments: Annotated[tuple[Deployment, ...], Tupled] = ()
+    duplicates: Annotated[tuple[ScheduledDuplicate, ...], Tupled] = ()
+    latency_spikes: Annotated[tuple[LatencySpike, ...], Tupled] = ()
+
+
+class MailOutage(_Section):
+    """Every send to the mail provider in ``[start_s, end_s)`` fails with ``error``."""
+
+    start_s: float = Field(ge=0.0, le=HORIZON_S)
+    end_s: float = Field(ge=0.0, le=HORIZON_S)
+    error: Literal["transient", "permanent"] = "transient"
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "MailOutage":
+        if self.end_s <= self.start_s:
+            raise ValueError(f"end_s: must be after start_s ({self.start_s:g}), got {self.end_s:g}")
+        return self
 
 
 class Mail(_Section):
@@ -239,6 +271,7 @@ class Mail(_Section):
     permanent_error_probability: Probability = 0.0
     max_attempts: int = Field(5, ge=1, le=1000)
     provider_idempotency: bool = True
+    outages: Annotated[tuple[MailOutage, ...], Tupled] = ()
 
 
 class Slo(_Section):
@@ -275,10 +308,60 @@ class Run(_Section):
     max_records: int = Field(3_000_000, ge=1000, le=100_000_000)
 
 
+AccountId = Annotated[str, Field(min_length=1, max_length=100)]
+
+
+class PlannedAccount(_Section):
+    """An account of an explicit plan, created at time 0 with its first deadline."""
+
+    account_id: AccountId
+    deadline_s: float = Field(ge=0.0, le=HORIZON_S)
+
+
+class PlannedStep(_Section):
+    """A lifecycle step of an explicit plan (see ``sim.renewals``): ``amount_s`` is the
+    extension of an "extend"."""
+
+    at_s: float = Field(ge=0.0, le=HORIZON_S)
+    kind: Literal["renew", "extend", "resubscribe", "delete"]
+    account_id: AccountId
+    amount_s: float = Field(0.0, ge=0.0, le=HORIZON_S)
+
+
+class Plan(_Section):
+    """An explicit workload (what ``acksim check`` writes into a replay file): when
+    ``accounts`` is not empty it replaces the workload drawn from ``[workload]``."""
+
+    accounts: Annotated[tuple[PlannedAccount, ...], Tupled] = ()
+    steps: Annotated[tuple[PlannedStep, ...], Tupled] = ()
+
+    @model_validator(mode="after")
+    def _steps_name_known_accounts(self) -> "Plan":
+        known = {a.account_id for a in self.accounts}
+        if len(known) != len(self.accounts):
+            raise ValueError("accounts: each account_id may appear once")
+        for step in self.steps:
+            if step.account_id not in known:
+                raise ValueError(f"steps: account_id {step.account_id!r} is not in plan.accounts")
+        return self
+
+
+class Expect(_Section):
+    """What a replay file recorded when it was written; ``acksim run`` says whether the run
+    reproduced it. ``history_sha256`` is the SHA-256 of the events file."""
+
+    violated: Annotated[tuple[str, ...], Tupled] = ()
+    processor_error: bool = False
+    history_sha256: str = Field("", max_length=64)
+
+
 class Scenario(_Section):
-    """A whole scenario. ``epoch`` is the wall-clock instant of virtual time 0 (UTC)."""
+    """A whole scenario. ``epoch`` is the wall-clock instant of virtual time 0 (UTC);
+    ``processor`` the code under test, ``package.module:function`` or
+    ``path/to/file.py:function`` (a relative path is taken from the working folder)."""
 
     name: str = Field("scenario", min_length=1, max_length=200)
+    processor: str = Field("model.processor:process", min_length=3, max_length=500)
     seed: int = Field(0, ge=0, le=2**63 - 1)
     epoch: datetime = datetime(2026, 1, 1, tzinfo=timezone.utc)
     workload: Workload = Workload()
@@ -290,6 +373,8 @@ class Scenario(_Section):
     mail: Mail = Mail()
     slo: Slo = Slo()
     run: Run = Run()
+    plan: Plan = Plan()
+    expect: Expect | None = None
 
     @field_validator("epoch")
     @classmethod

@@ -112,6 +112,8 @@ def build_summary(scenario: Scenario, outcome: Outcome) -> dict:
 
 
 def passed(summary: dict) -> bool:
-    """True when every invariant holds and no SLO threshold is missed."""
+    """True when every invariant holds, no SLO threshold is missed and the processor raised
+    no error of its own (an unexpected exception of the code under test is a finding)."""
     return (all(v["holds"] for v in summary["invariants"].values())
-            and all(v["met"] is not False for v in summary["slo"].values()))
+            and all(v["met"] is not False for v in summary["slo"].values())
+            and not summary["counts"].get("processor_errors"))

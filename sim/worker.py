@@ -11,12 +11,13 @@ in flight until its visibility timeout, and keeps the worker down for its restar
 from __future__ import annotations
 
 import random
+import traceback
 from typing import Callable
 
 import simpy
 
 from model.errors import ConflictError
-from sim.interleave import Attempt, Finished
+from sim.interleave import Attempt, Finished, ProcessorHung, Sleep
 from sim.queue import Delivery
 
 
@@ -81,8 +82,9 @@ def _crash(world, name: str, session, state: _State, phase: str) -> None:
             held = state.receiving.value  # received, then died before looking at it
         else:
             world.queue.cancel(state.receiving)
+    resisted = None
     if state.attempt is not None:
-        state.attempt.abandon()
+        resisted = state.attempt.abandon()
         state.attempt = None
     rolled_back = session.in_transaction
     if rolled_back:
@@ -94,6 +96,9 @@ def _crash(world, name: str, session, state: _State, phase: str) -> None:
         receive_count=held.receive_count if held else None, detail=phase)
     if rolled_back and held is not None:
         _log_tx(world, "tx_rolled_back", name, held, "crash")
+    if resisted is not None and held is not None:
+        _log_tx(world, "processor_error", name, held, resisted)
+        world.processor_errors.append((world.env.now, name, held.message_id, resisted))
     state.delivery = None
     state.receiving = None
     world.busy.discard(name)
@@ -110,7 +115,8 @@ def _latency(world, rng: random.Random) -> float:
     mean = st.latency_mean_s
     if mean <= 0:
         return 0.0
-    return mean if st.latency_distribution == "constant" else rng.expovariate(1.0 / mean)
+    base = mean if st.latency_distribution == "constant" else rng.expovariate(1.0 / mean)
+    return base * world.latency_factor(world.env.now) if world.scenario.faults.latency_spikes else base
 
 
 def _handle(world, name, processor, rng, session, state: _State, delivery: Delivery):
@@ -132,7 +138,8 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
         if unit_of_work:
             session.begin()
         attempt = Attempt(processor, delivery.job, {
-            "accounts": session.accounts, "cleanup_store": session.cleanup_store, "outbox": session.outbox})
+            "accounts": session.accounts, "cleanup_store": session.cleanup_store, "outbox": session.outbox},
+            world.step_budget_s)
         state.attempt = attempt
         world.history.record("attempt_started", name, message_id=delivery.message_id,
                              account_id=delivery.job.account_id,
@@ -142,7 +149,9 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
         try:
             step = attempt.step()
             while not isinstance(step, Finished):
-                if step.when == "before":
+                if isinstance(step, Sleep):
+                    yield env.timeout(step.seconds)
+                elif step.when == "before":
                     yield env.timeout(_latency(world, rng))
                     if plan.crash(rng, delivery.number, "before_call", step.index):
                         raise WorkerCrash("before_call", restart)
@@ -161,6 +170,10 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                 _record_writes(world, name, delivery, writes)
         except ConflictError as exc:  # the commit itself conflicted
             error = exc
+        except ProcessorHung as exc:  # the world cannot go on with a processor that never returns
+            _log_tx(world, "processor_error", name, delivery, f"hung: {exc}")
+            world.processor_errors.append((env.now, name, delivery.message_id, f"hung: {exc}"))
+            raise
         if error is None:
             break
         if session.in_transaction:
@@ -171,7 +184,10 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                 yield env.timeout(rng.uniform(0.0, cfg.conflict_backoff_s * 2 ** attempt_no))  # full jitter
                 continue
         else:
-            _log_tx(world, "processor_error", name, delivery, f"{type(error).__name__}: {error}")
+            summary = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+            _log_tx(world, "processor_error", name, delivery, summary)
+            world.processor_errors.append((env.now, name, delivery.message_id,
+                                           "".join(traceback.format_exception(error))))
             if unit_of_work:
                 _log_tx(world, "tx_rolled_back", name, delivery, "processor_error")
         if cfg.ack_policy == "after_commit":

@@ -18,14 +18,15 @@ from typing import Callable
 import simpy
 
 from model.job import Account
-from model.processor import process as reference_process
 from model.store_api import DbOptions, OutboxEvent
 from model.stores import open_database
 from sim.faults import FaultPlan, fault_injector
 from sim.history import History, Record
+from sim.interleave import STEP_BUDGET_S
 from sim.outbox_relay import OutboxRelay
 from sim.queue import Queue
-from sim.renewals import LifecycleOp, Renewals, plan_workload
+from sim.processor_ref import load_processor
+from sim.renewals import LifecycleOp, Renewals, plan_workload, planned_workload
 from sim.scenario import Scenario
 from sim.scheduler import Scheduler
 from sim.worker import worker
@@ -62,18 +63,21 @@ class Outcome:
 
 
 class World:
-    """Everything one run needs. ``processor`` is the code under test (the reference
-    ``model.process`` by default); ``db_path`` is the SQLite file (a temporary one by
+    """Everything one run needs. ``processor`` is the code under test (by default the one
+    the scenario names, the reference ``model.process`` unless it says otherwise); ``db_path`` is the SQLite file (a temporary one by
     default); ``progress`` is called with the virtual time now and then; ``workload`` is an
     explicit plan (initial deadline by account id, sorted lifecycle steps) instead of the one
-    drawn from the scenario's ``[workload]`` table. Raises ValueError (from the stores) for an
-    impossible store configuration."""
+    drawn from the scenario's ``[workload]`` table; ``step_budget_s`` the wall-clock time the
+    processor may run between two store calls before ``ProcessorHung`` ends the run. Raises
+    ValueError (from the stores) for an impossible store configuration and ``ScenarioError``
+    for a processor reference that cannot be loaded."""
 
-    def __init__(self, scenario: Scenario, processor: Callable = reference_process,
+    def __init__(self, scenario: Scenario, processor: Callable | None = None,
                  db_path: str | Path | None = None, progress: Callable[[float], None] | None = None,
-                 workload: tuple[dict[str, float], list[LifecycleOp]] | None = None) -> None:
+                 workload: tuple[dict[str, float], list[LifecycleOp]] | None = None,
+                 step_budget_s: float = STEP_BUDGET_S) -> None:
         self.scenario = scenario
-        self.processor = processor
+        self.processor = processor if processor is not None else load_processor(scenario.processor)
         self.progress = progress
         self.env = simpy.Environment()
         self.history = History(lambda: self.env.now)
@@ -85,15 +89,20 @@ class World:
             db_path = Path(self._tmp.name) / "stores.db"
         self.db = open_database(st.backend, str(db_path) if db_path else None, options)
         seed = scenario.seed
-        self.queue = Queue(self.env, self.history, scenario.queue, stream(seed, "queue"))
+        self.queue = Queue(self.env, self.history, scenario.queue, stream(seed, "queue"),
+                           frozenset(d.delivery for d in scenario.faults.duplicates))
         self.fault_plan = FaultPlan(scenario.faults)
         self.scheduler = Scheduler(self, stream(seed, "scheduler"))
+        if workload is None and scenario.plan.accounts:
+            workload = planned_workload(scenario.plan)
         if workload is None:
             workload = plan_workload(scenario.workload, stream(seed, "workload"))
         self.initial_deadlines, ops = workload
         self.renewals = Renewals(self, ops)
         self.relay = OutboxRelay(self, stream(seed, "outbox-relay"))
         self.workers: list[simpy.Process] = []
+        self.step_budget_s = step_budget_s
+        self.processor_errors: list[tuple[float, str, int, str]] = []  # (time, worker, message id, traceback)
         self.busy: set[str] = set()  # workers holding a delivery (only its size is read)
 
     # --- time ------------------------------------------------------------------------------
@@ -112,6 +121,14 @@ class World:
                 return r.deadline
         return None
 
+    def latency_factor(self, now: float) -> float:
+        """Multiplier on store latencies at ``now``: the product of the active latency spikes."""
+        factor = 1.0
+        for spike in self.scenario.faults.latency_spikes:
+            if spike.at_s <= now < spike.at_s + spike.duration_s:
+                factor *= spike.factor
+        return factor
+
     # --- running ---------------------------------------------------------------------------
     def run(self) -> Outcome:
         """Run to the end; returns the history and the final store state."""
@@ -129,6 +146,11 @@ class World:
         for at in sorted(sc.queue.redrive_at_s):
             env.process(self._redrive(at))
         env.run(until=env.process(self._until_idle()))
+        return self.outcome()
+
+    def outcome(self) -> Outcome:
+        """The history so far and the stores' state now (after ``run``, or after it raised
+        ``ProcessorHung``)."""
         return Outcome(tuple(self.history.records), self.final_state())
 
     def _redrive(self, at: float):

@@ -27,13 +27,14 @@ PLOTS_DIR = "plots"
 
 
 def write_report(out_dir: Path, summary: Mapping[str, Any], history: Sequence[Record], *,
-                 title: str) -> list[Path]:
+                 title: str, full_timeline: bool = False) -> list[Path]:
     """Write the report of one run into ``out_dir`` and return the written paths, sorted.
 
     ``summary`` has the fixed shape of summary.json (docs/DESIGN.md): ``scenario``, ``seed``,
     ``invariants`` ``{name: {holds, violations, example}}``, ``slo`` ``{figure: {value,
     threshold, met}}`` (virtual seconds) and ``counts``; ``history`` is the run's records in
-    order (may be empty). An existing ``out_dir`` is replaced, but only once the new report is
+    order (may be empty); ``full_timeline`` adds the whole-run swimlane of a short run (a
+    replayed counterexample). An existing ``out_dir`` is replaced, but only once the new report is
     complete; the parent folder is created if missing.
 
     Raises ValueError for a malformed summary (or an infinite float in it) and for an
@@ -49,7 +50,7 @@ def write_report(out_dir: Path, summary: Mapping[str, Any], history: Sequence[Re
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
-        written = _write_files(staging, summary, history, title)
+        written = _write_files(staging, summary, history, title, full_timeline)
         os.chmod(staging, 0o755)  # mkdtemp makes it private; a report folder is not
         _move_into_place(staging, out_dir)
     except BaseException:
@@ -59,9 +60,9 @@ def write_report(out_dir: Path, summary: Mapping[str, Any], history: Sequence[Re
 
 
 def _write_files(folder: Path, summary: Mapping[str, Any], history: Sequence[Record],
-                 title: str) -> list[str]:
+                 title: str, full_timeline: bool) -> list[str]:
     summary_text = render_summary_json(summary)  # first: a malformed summary fails fast
-    plots = render_plots(history)
+    plots = render_plots(history, full_timeline)
     plot_links = [(f"{PLOTS_DIR}/{name}", caption) for name, caption, _png in plots]
     files: dict[str, bytes] = {
         "summary.json": summary_text.encode("utf-8"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from sim.history import Record
+from sim.report.plots.counterexample import MAX_RECORDS, plot_counterexample
 from sim.report.plots.end_to_end import plot_end_to_end
 from sim.report.plots.queue_depth import plot_queue_depth
 from sim.report.plots.recovery import plot_recovery_times
@@ -25,6 +26,15 @@ PLOTS: tuple[tuple[str, str, Callable[[Sequence[Record]], bytes]], ...] = (
 )
 
 
-def render_plots(history: Sequence[Record]) -> list[tuple[str, str, bytes]]:
-    """Every plot of ``PLOTS`` for ``history``: ``(file name, caption, PNG bytes)`` in order."""
-    return [(name, caption, render(history)) for name, caption, render in PLOTS]
+COUNTEREXAMPLE = ("counterexample.png", "Counterexample: the whole run, lane by lane", plot_counterexample)
+
+
+def render_plots(history: Sequence[Record], full_timeline: bool = False) -> list[tuple[str, str, bytes]]:
+    """Every plot of ``PLOTS`` for ``history``: ``(file name, caption, PNG bytes)`` in order;
+    with ``full_timeline`` (a replayed counterexample) first the whole-run swimlane too, when
+    the history is short enough to read."""
+    plots = [(name, caption, render(history)) for name, caption, render in PLOTS]
+    if full_timeline and len(history) <= MAX_RECORDS:
+        name, caption, render = COUNTEREXAMPLE
+        plots.insert(0, (name, caption, render(history)))
+    return plots

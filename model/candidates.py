@@ -1,0 +1,78 @@
+"""Candidate designs beside the reference: what a reviewer would propose, and what breaks.
+
+Each ``Candidate`` is a processor plus the design options it runs under (the scenario tables
+they change) and the invariant it is expected to break (None for a design that should hold).
+``acksim check --processor model.candidates:no_renewed_check`` searches one of them; the test
+suite asserts every verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from model.job import CleanupJob, reminder_event_key
+from model.processor import process
+
+
+def no_version_check(job: CleanupJob, accounts, cleanup_store, outbox) -> None:
+    """The reference without the cleanup-version comparison: an old deadline's job cleans up
+    an account whose deadline was extended (or whose next term began)."""
+    account = accounts.get(job.account_id)
+    if account is None or account.renewed:
+        return
+    if cleanup_store.was_applied(job.account_id, job.cleanup_version):
+        return
+    cleanup_store.apply_once(account_id=job.account_id, cleanup_version=job.cleanup_version)
+    outbox.add_once(event_key=reminder_event_key(job.account_id, job.cleanup_version),
+                    account_id=job.account_id, cleanup_version=job.cleanup_version)
+
+
+def no_renewed_check(job: CleanupJob, accounts, cleanup_store, outbox) -> None:
+    """The reference without the renewal check: a job that arrives after a renewal cleans up
+    a paying player's account."""
+    account = accounts.get(job.account_id)
+    if account is None or account.cleanup_version != job.cleanup_version:
+        return
+    if cleanup_store.was_applied(job.account_id, job.cleanup_version):
+        return
+    cleanup_store.apply_once(account_id=job.account_id, cleanup_version=job.cleanup_version)
+    outbox.add_once(event_key=reminder_event_key(job.account_id, job.cleanup_version),
+                    account_id=job.account_id, cleanup_version=job.cleanup_version)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A design under review: ``processor``, the scenario ``design`` options it needs
+    (section -> {key: value}), the invariant it ``breaks`` (None: it should hold) and why."""
+
+    processor: Callable
+    breaks: str | None
+    why: str
+    design: dict = field(default_factory=dict)
+
+
+CANDIDATES: dict[str, Candidate] = {
+    "reference": Candidate(process, None, "the design documents' processor, one unit of work, ack after commit"),
+    "ack-before-processing": Candidate(
+        process, "ack_after_durable", "acks on receipt: a crash before the commit loses the job",
+        {"workers": {"ack_policy": "before_processing"}}),
+    "autocommit": Candidate(
+        process, "effect_with_outbox",
+        "the documents' calls with no spanning transaction: a crash between the marker and the outbox "
+        "event leaves a cleanup without its reminder, and the retry finds the marker",
+        {"workers": {"transaction_scope": "autocommit"}}),
+    "no-version-check": Candidate(
+        no_version_check, "no_cleanup_after_renewal", "an old deadline's job cleans up after an extension"),
+    "no-renewed-check": Candidate(
+        no_renewed_check, "no_cleanup_after_renewal", "a job arriving after a renewal cleans up"),
+    "check-then-insert-no-unique": Candidate(
+        process, "at_most_once_effect",
+        "was_applied then apply_once with no unique key: two concurrent deliveries both insert",
+        {"stores": {"backend": "memory", "isolation": "read_committed", "unique_markers": False,
+                    "unique_outbox_keys": False}}),
+    "read-committed": Candidate(
+        process, "no_cleanup_after_renewal",
+        "read committed isolation: a renewal committing between the read and the write goes unseen",
+        {"stores": {"backend": "memory", "isolation": "read_committed"}}),
+}

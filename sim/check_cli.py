@@ -1,0 +1,156 @@
+"""The ``acksim check`` command: arguments, the search, and how a finding is shown and saved.
+
+Exit codes: 0 nothing found (and, with ``--require-coverage``, every hazard window hit); 1 a
+finding (an invariant violated, an error of the processor's own, a hung processor) or an
+uncovered hazard window under ``--require-coverage``; 2 bad input (a processor reference that
+does not load, a bad scenario or option).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from sim.check import base_scenario, history_digest, replay_text, run_check, schedule, timeline
+from sim.hazards import HAZARDS
+from sim.outdir import UsageError, check_out_dir
+from sim.processor_ref import load_processor
+from sim.scenario import ScenarioError, load
+
+_DESIGN_FLAGS = (  # (flag, scenario section, key, choices)
+    ("--ack-policy", "workers", "ack_policy", ("after_commit", "before_processing")),
+    ("--transaction-scope", "workers", "transaction_scope", ("unit_of_work", "autocommit")),
+    ("--isolation", "stores", "isolation", ("serializable", "read_committed")),
+    ("--backend", "stores", "backend", ("memory", "sqlite")),
+    ("--unique-markers", "stores", "unique_markers", ("on", "off")),
+    ("--unique-outbox-keys", "stores", "unique_outbox_keys", ("on", "off")),
+)
+
+
+def add_check_parser(sub) -> None:
+    """Add the ``check`` subcommand to the ``acksim`` argument parser."""
+    p = sub.add_parser("check", help="search fault schedules for an invariant violation of a design")
+    p.add_argument("scenario", nargs="?", help="base scenario whose queue, workers, stores and mail settings "
+                                               "the examples start from (default: a small built-in one)")
+    p.add_argument("--processor", metavar="REF", help="package.module:function or path/to/file.py:function "
+                                                      "(default: the reference model.processor:process)")
+    p.add_argument("--candidate", metavar="NAME", help="a bundled candidate design (processor and design "
+                                                       "options) from model.candidates; see README")
+    p.add_argument("--max-examples", type=int, default=500, help="examples to try, 1 .. 1,000,000 (default 500)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
+    for flag, _section, _key, choices in _DESIGN_FLAGS:
+        p.add_argument(flag, choices=choices, help="design option (default: the base scenario's)")
+    p.add_argument("--out", default="reports/check", help="folder for replay files (default reports/check)")
+    p.add_argument("--save-corpus", metavar="DIR", help="also save each counterexample's replay file here")
+    p.add_argument("--require-coverage", action="store_true",
+                   help="fail (exit 1) when a hazard window was never hit")
+    p.add_argument("--database", default=".hypothesis/acksim",
+                   help="Hypothesis example database folder; earlier counterexamples are tried first")
+    p.add_argument("--no-database", action="store_true", help="use no example database")
+
+
+def cmd_check(args) -> int:
+    """Run ``acksim check``; returns the exit code."""
+    from model.candidates import CANDIDATES
+
+    if not 1 <= args.max_examples <= 1_000_000:
+        raise UsageError(f"--max-examples: must be 1 .. 1000000, got {args.max_examples}")
+    if not 0 <= args.seed < 2**63:
+        raise UsageError(f"--seed: must be 0 .. 2**63-1, got {args.seed}")
+    design: dict = {}
+    ref = args.processor
+    if args.candidate:
+        if args.candidate not in CANDIDATES:
+            raise UsageError(f"--candidate: unknown {args.candidate!r}; one of {', '.join(CANDIDATES)}")
+        candidate = CANDIDATES[args.candidate]
+        design = {k: dict(v) for k, v in candidate.design.items()}
+        ref = ref or f"{candidate.processor.__module__}:{candidate.processor.__name__}"
+    for flag, section, key, _choices in _DESIGN_FLAGS:
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value is not None:
+            design.setdefault(section, {})[key] = {"on": True, "off": False}.get(value, value)
+    base = base_scenario(load(args.scenario) if args.scenario else None, design)
+    ref = ref or base.processor
+    processor = load_processor(ref, "--processor")
+    out = Path(args.out)
+    check_out_dir(out)
+
+    def progress(n: int) -> None:
+        if sys.stderr.isatty() and n % 25 == 0:
+            print(f"\racksim check: {n} examples", end="", file=sys.stderr, flush=True)
+
+    report = run_check(processor, base, max_examples=args.max_examples, seed=args.seed,
+                       database=None if args.no_database else Path(args.database), progress=progress)
+    if sys.stderr.isatty():
+        print("\r", end="", file=sys.stderr)
+    rate = report.examples / report.seconds if report.seconds else 0.0
+    print(f"acksim check: {ref} ({describe(base)})")
+    print(f"examples: {report.examples} in {report.seconds:.1f} s ({rate:.1f} examples/s), seed {args.seed}")
+    print("crash phases covered: " + ", ".join(f"{p} {report.phases[p]}" for p in
+                                                ("before_call", "after_call", "after_commit", "during_ack")))
+    print("hazard windows (examples that hit each):")
+    for name, _fn in HAZARDS:
+        print(f"  {name:<42} {report.coverage[name]:>6}" + ("   WARNING: never hit" if not report.coverage[name] else ""))
+    written = save_findings(report, ref, out, Path(args.save_corpus) if args.save_corpus else None)
+    for (name, (scenario, result)), path in zip(report.findings.items(), written):
+        print(f"\nFOUND {name}: {', '.join(result.failures)}")
+        for kind, verdict in result.verdicts.items():
+            if not verdict["holds"]:
+                print(f"  {kind}: {verdict['violations']} violation(s); first: {verdict['example']}")
+        if result.errors:
+            print("  the processor's own error:\n    " + result.errors[0].rstrip().replace("\n", "\n    "))
+        print("  schedule (shrunk):")
+        for line in schedule(scenario):
+            print(f"    {line}")
+        print("  timeline:")
+        for line in timeline(result.history):
+            print(f"    {line}")
+        print(f"  replay: acksim run {path}")
+    uncovered = report.uncovered
+    if report.findings:
+        print(f"\nFAIL: {len(report.findings)} kind(s) of finding: {', '.join(report.findings)}")
+        return 1
+    if uncovered and args.require_coverage:
+        print(f"\nFAIL: hazard windows never hit: {', '.join(uncovered)} (--require-coverage)")
+        return 1
+    print(f"\nPASS: no violation in {report.examples} examples" +
+          (f"; never hit: {', '.join(uncovered)}" if uncovered else "; every hazard window hit"))
+    return 0
+
+
+def describe(base) -> str:
+    """The design options of a base scenario, in one line."""
+    w, s = base.workers, base.stores
+    return (f"ack {w.ack_policy}, {w.transaction_scope}, {s.backend} {s.isolation}, "
+            f"unique markers {'on' if s.unique_markers else 'off'}, "
+            f"unique outbox keys {'on' if s.unique_outbox_keys else 'off'}")
+
+
+def save_findings(report, ref: str, out: Path, corpus: Path | None) -> list[Path]:
+    """Write one replay file per finding into ``out`` (and ``corpus``); returns their paths."""
+    paths = []
+    for name, (scenario, result) in report.findings.items():
+        text = replay_text(scenario, result, ref)
+        stem = f"{ref.replace('/', '_').replace(':', '.').replace('.py', '')}-{name}"
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"{stem}.toml"
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+        if corpus is not None:
+            corpus.mkdir(parents=True, exist_ok=True)
+            (corpus / f"{stem}.toml").write_text(text, encoding="utf-8")
+    return paths
+
+
+def replay_verdict(scenario, history, summary) -> str:
+    """One line: did this run reproduce what the replay file recorded?"""
+    expect = scenario.expect
+    violated = tuple(n for n, v in summary["invariants"].items() if not v["holds"])
+    errors = bool(summary["counts"].get("processor_errors"))
+    same_history = not expect.history_sha256 or history_digest(history) == expect.history_sha256
+    if violated == tuple(expect.violated) and errors == expect.processor_error and same_history:
+        return (f"replay: reproduced ({', '.join(violated) or 'no violation'}"
+                f"{', processor error' if errors else ''}; same history, record for record)")
+    return (f"replay: NOT reproduced: expected {list(expect.violated)} processor_error={expect.processor_error}, "
+            f"got {list(violated)} processor_error={errors}; history {'same' if same_history else 'differs'}")

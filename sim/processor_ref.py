@@ -1,0 +1,70 @@
+"""Loading the code under test from a reference: ``package.module:function`` or
+``path/to/file.py:function``.
+
+The function must accept ``(job, accounts, cleanup_store, outbox)``, the interface of the
+design documents. A reference that cannot be loaded is bad input (``ScenarioError``, exit 2),
+never a verdict on the design.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import sys
+from pathlib import Path
+from typing import Callable
+
+from sim.scenario import ScenarioError
+
+FORM = "package.module:function or path/to/file.py:function"
+
+
+def load_processor(ref: str, field: str = "processor") -> Callable:
+    """The processor named by ``ref``. Raises ``ScenarioError`` (one line naming ``field``)
+    when the reference is malformed, the module or file cannot be imported (its own error is
+    quoted), the name is missing or not callable, or its signature cannot take the four
+    arguments of the interface."""
+    target, sep, name = ref.rpartition(":")
+    if not sep or not target or not name.isidentifier():
+        raise ScenarioError(f"{field}: expected {FORM}, got {ref!r}")
+    try:
+        module = _import_file(target) if target.endswith(".py") or "/" in target else importlib.import_module(target)
+    except ScenarioError:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - any import-time failure of user code is bad input
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise ScenarioError(f"{field}: cannot import {target!r}: {type(exc).__name__}: {exc}".splitlines()[0]) from None
+    fn = getattr(module, name, None)
+    if fn is None:
+        raise ScenarioError(f"{field}: {target!r} has no attribute {name!r}")
+    if not callable(fn):
+        raise ScenarioError(f"{field}: {ref!r} is not callable")
+    try:
+        inspect.signature(fn).bind(None, None, None, None)
+    except TypeError:
+        raise ScenarioError(f"{field}: {ref!r} must accept (job, accounts, cleanup_store, outbox)") from None
+    except ValueError:
+        pass  # no signature to inspect (a builtin): let the call decide
+    return fn
+
+
+def _import_file(target: str):
+    path = Path(target)
+    if not path.is_file():
+        raise ScenarioError(f"processor: file {target!r} not found")
+    resolved = path.resolve()
+    module_name = "acksim_processor_" + hashlib.sha256(str(resolved).encode()).hexdigest()[:12]
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, resolved)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module

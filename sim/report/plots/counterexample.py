@@ -1,0 +1,71 @@
+"""counterexample.png: the whole of a short run on one time axis, for reading a counterexample.
+
+Lanes, top to bottom: the queue (publishes, deliveries, expiries, dead-lettering), each worker
+(deliveries, acks and crashes as markers over its attempts, bars colored by outcome), renewals (every lifecycle
+commit), and the stores (committed cleanups and outbox events, rolled-back transactions).
+Drawn only for histories of at most ``MAX_RECORDS`` records (a replay, not a day-long run).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from matplotlib.lines import Line2D
+
+from sim.history import Record
+from sim.report.plots._canvas import new_figure, note, to_png
+from sim.report.plots.timeline import OUTCOME_COLORS, natural_key
+from sim.series import attempt_spans
+
+MAX_RECORDS = 3000
+_LIFECYCLE = {"renewed", "extended", "term_rolled_over", "resubscribed", "account_deleted", "account_updated"}
+# (lane, marker, color, label) per record kind
+_MARKS = {
+    "published": ("queue", "|", "black", "published"),
+    "visibility_expired": ("queue", "o", "tab:orange", "visibility expired"),
+    "dead_lettered": ("queue", "s", "black", "dead-lettered"),
+    "retention_expired": ("queue", "s", "tab:gray", "retention expired"),
+    "delivered": (None, ">", "tab:green", "delivered"),
+    "acked": (None, "|", "tab:green", "acked"),
+    "crashed": (None, "X", "red", "crash"),
+    "cleanup_applied": ("stores", "o", "tab:green", "cleanup committed"),
+    "outbox_added": ("stores", "^", "tab:blue", "outbox event committed"),
+    "tx_rolled_back": ("stores", "x", "tab:red", "rolled back"),
+}
+
+
+def plot_counterexample(history: Sequence[Record]) -> bytes:
+    """PNG bytes: the swimlane of the whole ``history`` (virtual seconds on x)."""
+    fig, ax = new_figure((11.0, 5.5))
+    if not history or len(history) > MAX_RECORDS:
+        note(ax, "no events" if not history else f"run too long for a full timeline (> {MAX_RECORDS} records)")
+        return to_png(fig)
+    spans = attempt_spans(history)
+    workers = sorted({r.actor for r in history if r.actor.startswith("worker-")}, key=natural_key)
+    lanes = ["queue", *workers, "renewals", "stores"]
+    y = {lane: i for i, lane in enumerate(lanes)}
+    for row in spans.itertuples(index=False):
+        ax.broken_barh([(row.start, max(row.end - row.start, 1e-3))], (y[row.worker] - 0.3, 0.6),
+                       facecolors=OUTCOME_COLORS.get(row.outcome, "black"), alpha=0.8)
+    legend, seen = [], set()
+    for r in history:
+        if r.kind in _MARKS:
+            lane, marker, color, label = _MARKS[r.kind]
+            lane = r.actor if lane is None else lane
+        elif r.kind in _LIFECYCLE:
+            lane, marker, color, label = "renewals", "D", "tab:purple", "lifecycle commit"
+        else:
+            continue
+        if lane not in y:
+            continue
+        ax.scatter([r.time], [y[lane]], marker=marker, c=color, s=40, zorder=3)
+        if label not in seen:
+            seen.add(label)
+            legend.append(Line2D([], [], marker=marker, color=color, linestyle="none", label=label))
+    ax.set_yticks(range(len(lanes)), lanes)
+    ax.set_ylim(len(lanes) - 0.5, -0.5)
+    ax.set_xlabel("virtual time (s)")
+    ax.set_title("Counterexample timeline")
+    if legend:
+        ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    return to_png(fig)
