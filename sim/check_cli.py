@@ -74,7 +74,9 @@ def cmd_check(args) -> int:
     ref = ref or base.processor
     processor = load_processor(ref, "--processor")
     out = Path(args.out)
-    check_out_dir(out)
+    check_out_dir(out, replaces=False)  # replay files are added to the folder
+    if args.save_corpus:
+        check_out_dir(Path(args.save_corpus), replaces=False, flag="--save-corpus")
 
     def progress(n: int) -> None:
         if sys.stderr.isatty() and n % 25 == 0:
@@ -93,20 +95,8 @@ def cmd_check(args) -> int:
     for name, _fn in HAZARDS:
         print(f"  {name:<42} {report.coverage[name]:>6}" + ("   WARNING: never hit" if not report.coverage[name] else ""))
     written = save_findings(report, ref, out, Path(args.save_corpus) if args.save_corpus else None)
-    for (name, (scenario, result)), path in zip(report.findings.items(), written):
-        print(f"\nFOUND {name}: {', '.join(result.failures)}")
-        for kind, verdict in result.verdicts.items():
-            if not verdict["holds"]:
-                print(f"  {kind}: {verdict['violations']} violation(s); first: {verdict['example']}")
-        if result.errors:
-            print("  the processor's own error:\n    " + result.errors[0].rstrip().replace("\n", "\n    "))
-        print("  schedule (shrunk):")
-        for line in schedule(scenario):
-            print(f"    {line}")
-        print("  timeline:")
-        for line in timeline(result.history):
-            print(f"    {line}")
-        print(f"  replay: acksim run {path}")
+    for line in render_findings(report, written):
+        print(line)
     uncovered = report.uncovered
     if report.findings:
         print(f"\nFAIL: {len(report.findings)} kind(s) of finding: {', '.join(report.findings)}")
@@ -119,6 +109,24 @@ def cmd_check(args) -> int:
     return 0
 
 
+def render_findings(report, replay_paths: list[Path]) -> list[str]:
+    """Each finding as text: what broke, the shrunk schedule, the timeline, the replay command."""
+    lines: list[str] = []
+    for (name, (scenario, result)), path in zip(report.findings.items(), replay_paths):
+        lines.append(f"\nFOUND {name}: {', '.join(result.failures)}")
+        for kind, verdict in result.verdicts.items():
+            if not verdict["holds"] and name not in ("processor_error", "processor_hung"):
+                lines.append(f"  {kind}: {verdict['violations']} violation(s); first: {verdict['example']}")
+        if result.errors:
+            lines.append("  the processor's own error:\n    " + result.errors[0].rstrip().replace("\n", "\n    "))
+        lines.append("  schedule (shrunk):")
+        lines += [f"    {line}" for line in schedule(scenario)]
+        lines.append("  timeline:")
+        lines += [f"    {line}" for line in timeline(result.history)]
+        lines.append(f"  replay: acksim run {path}")
+    return lines
+
+
 def describe(base) -> str:
     """The design options of a base scenario, in one line."""
     w, s = base.workers, base.stores
@@ -127,12 +135,26 @@ def describe(base) -> str:
             f"unique outbox keys {'on' if s.unique_outbox_keys else 'off'}")
 
 
+def design_tag(scenario) -> str:
+    """The design options that differ from the reference design, for file names:
+    e.g. ``autocommit`` or ``read-committed+no-unique-markers``; empty for the reference."""
+    w, s = scenario.workers, scenario.stores
+    tags = [tag for tag, on in (
+        ("ack-before-processing", w.ack_policy == "before_processing"),
+        ("autocommit", w.transaction_scope == "autocommit"),
+        ("read-committed", s.isolation == "read_committed"),
+        ("no-unique-markers", not s.unique_markers),
+        ("no-unique-outbox-keys", not s.unique_outbox_keys)) if on]
+    return "+".join(tags)
+
+
 def save_findings(report, ref: str, out: Path, corpus: Path | None) -> list[Path]:
     """Write one replay file per finding into ``out`` (and ``corpus``); returns their paths."""
     paths = []
     for name, (scenario, result) in report.findings.items():
         text = replay_text(scenario, result, ref)
-        stem = f"{ref.replace('/', '_').replace(':', '.').replace('.py', '')}-{name}"
+        stem = "-".join(p for p in (ref.replace("/", "_").replace(":", ".").replace(".py", ""),
+                                    design_tag(scenario), name) if p)
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{stem}.toml"
         path.write_text(text, encoding="utf-8")

@@ -115,7 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     if not (sys.argv[1:] if argv is None else argv):
         parser.print_help(sys.stderr)
         return 2
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2), as a return value
+        return exc.code if isinstance(exc.code, int) else 2
     try:
         if args.command == "run":
             return cmd_run(args)

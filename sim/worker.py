@@ -98,7 +98,7 @@ def _crash(world, name: str, session, state: _State, phase: str) -> None:
         _log_tx(world, "tx_rolled_back", name, held, "crash")
     if resisted is not None and held is not None:
         _log_tx(world, "processor_error", name, held, resisted)
-        world.processor_errors.append((world.env.now, name, held.message_id, resisted))
+        world.processor_failed(world.env.now, name, held.message_id, resisted)
     state.delivery = None
     state.receiving = None
     world.busy.discard(name)
@@ -173,7 +173,7 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
         except ProcessorHung as exc:  # the world cannot go on with a processor that never returns
             _log_tx(world, "processor_error", name, delivery, f"hung: {exc}")
             world.processor_errors.append((env.now, name, delivery.message_id, f"hung: {exc}"))
-            raise
+            raise  # a processor that never returns cannot be run on
         if error is None:
             break
         if session.in_transaction:
@@ -186,8 +186,7 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
         else:
             summary = f"{type(error).__name__}: {error}".splitlines()[0][:300]
             _log_tx(world, "processor_error", name, delivery, summary)
-            world.processor_errors.append((env.now, name, delivery.message_id,
-                                           "".join(traceback.format_exception(error))))
+            world.processor_failed(env.now, name, delivery.message_id, "".join(traceback.format_exception(error)))
             if unit_of_work:
                 _log_tx(world, "tx_rolled_back", name, delivery, "processor_error")
         if cfg.ack_policy == "after_commit":

@@ -38,6 +38,10 @@ def stream(seed: int, name: str) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
+class RunStopped(Exception):
+    """Ends a run early from inside an actor (see ``World.processor_failed``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class FinalState:
     """What the stores hold when the world stops (ground truth for the invariants):
@@ -68,14 +72,15 @@ class World:
     default); ``progress`` is called with the virtual time now and then; ``workload`` is an
     explicit plan (initial deadline by account id, sorted lifecycle steps) instead of the one
     drawn from the scenario's ``[workload]`` table; ``step_budget_s`` the wall-clock time the
-    processor may run between two store calls before ``ProcessorHung`` ends the run. Raises
+    processor may run between two store calls before ``ProcessorHung`` ends the run;
+    ``stop_on_processor_error`` ends the run at the processor's first error of its own. Raises
     ValueError (from the stores) for an impossible store configuration and ``ScenarioError``
     for a processor reference that cannot be loaded."""
 
     def __init__(self, scenario: Scenario, processor: Callable | None = None,
                  db_path: str | Path | None = None, progress: Callable[[float], None] | None = None,
                  workload: tuple[dict[str, float], list[LifecycleOp]] | None = None,
-                 step_budget_s: float = STEP_BUDGET_S) -> None:
+                 step_budget_s: float = STEP_BUDGET_S, stop_on_processor_error: bool = False) -> None:
         self.scenario = scenario
         self.processor = processor if processor is not None else load_processor(scenario.processor)
         self.progress = progress
@@ -102,6 +107,8 @@ class World:
         self.relay = OutboxRelay(self, stream(seed, "outbox-relay"))
         self.workers: list[simpy.Process] = []
         self.step_budget_s = step_budget_s
+        self.stop_on_processor_error = stop_on_processor_error
+        self._stopped = False
         self.processor_errors: list[tuple[float, str, int, str]] = []  # (time, worker, message id, traceback)
         self.busy: set[str] = set()  # workers holding a delivery (only its size is read)
 
@@ -145,7 +152,10 @@ class World:
             env.process(fault_injector(self, sc.faults.deployments))
         for at in sorted(sc.queue.redrive_at_s):
             env.process(self._redrive(at))
-        env.run(until=env.process(self._until_idle()))
+        try:
+            env.run(until=env.process(self._until_idle()))
+        except RunStopped:
+            self._stopped = True
         return self.outcome()
 
     def outcome(self) -> Outcome:
@@ -188,13 +198,21 @@ class World:
         """True once the history holds ``run.max_records`` records: the world stops early."""
         return len(self.history.records) >= self.scenario.run.max_records
 
+    def processor_failed(self, when: float, worker: str, message_id: int, text: str) -> None:
+        """Note an error of the processor's own; with ``stop_on_processor_error`` (a check:
+        the example is a finding already) the run ends here."""
+        self.processor_errors.append((when, worker, message_id, text))
+        if self.stop_on_processor_error:
+            raise RunStopped(text)
+
     def final_state(self) -> FinalState:
         """Read the stores' committed state through a fresh session."""
         s = self.db.session()
         try:
             return FinalState(tuple(s.accounts.all()), tuple(s.cleanup_store.markers()),
                               tuple(s.outbox.events()), self.queue.dead_letter_queue,
-                              tuple(self.queue.in_flight()), float(self.env.now), self.over_record_limit)
+                              tuple(self.queue.in_flight()), float(self.env.now),
+                              self.over_record_limit or self._stopped)
         finally:
             s.close()
 

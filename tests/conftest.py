@@ -6,6 +6,8 @@ Select a profile with ``HYPOTHESIS_PROFILE=nightly``; the default is "ci".
 import os
 
 import pytest
+
+pytest_plugins = ["pytester"]
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

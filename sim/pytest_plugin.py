@@ -1,0 +1,67 @@
+"""pytest plugin: check a processor against the pipeline's invariants in one short test.
+
+Installed with acksim (entry point ``pytest11``), it gives every test suite the fixture
+``acksim_check``::
+
+    def test_cleanup_processor_is_safe(acksim_check):
+        acksim_check("mypkg.cleanup:process")                       # reference design options
+        acksim_check("mypkg.cleanup:process", isolation="read_committed", backend="memory")
+
+The number of examples follows the active Hypothesis settings profile (``ci``, ``nightly``,
+...) unless ``max_examples`` is given. Counterexamples are kept in the Hypothesis example
+database under ``.hypothesis/acksim`` of the pytest root, so the next run tries them first,
+and written as replay files under ``.hypothesis/acksim-replays`` (``acksim run FILE``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pytest
+from hypothesis import settings
+
+_DESIGN_KEYS = {"ack_policy": "workers", "transaction_scope": "workers", "isolation": "stores",
+                "backend": "stores", "unique_markers": "stores", "unique_outbox_keys": "stores"}
+
+
+@pytest.fixture
+def acksim_check(request):
+    """A function ``check(processor, *, scenario=None, max_examples=None, seed=0, **design)``.
+
+    ``processor``: a callable or a reference (``package.module:function`` or
+    ``path/to/file.py:function``); ``scenario``: a base scenario file; ``design``: any of
+    ``ack_policy``, ``transaction_scope``, ``isolation``, ``backend``, ``unique_markers``,
+    ``unique_outbox_keys``. Returns the ``CheckReport``; fails the test with the shrunk
+    schedule and timeline when anything is found. Raises ``ScenarioError`` for bad input.
+    """
+    from sim.check import base_scenario, run_check
+    from sim.check_cli import render_findings, save_findings
+    from sim.processor_ref import load_processor
+    from sim.scenario import ScenarioError, load
+
+    root = Path(request.config.rootpath)
+
+    def check(processor: Callable | str, *, scenario: str | None = None, max_examples: int | None = None,
+              seed: int = 0, **design):
+        unknown = set(design) - set(_DESIGN_KEYS)
+        if unknown:
+            raise ScenarioError(f"acksim_check: unknown design option(s) {sorted(unknown)}; "
+                                f"allowed: {', '.join(_DESIGN_KEYS)}")
+        sections: dict = {}
+        for key, value in design.items():
+            sections.setdefault(_DESIGN_KEYS[key], {})[key] = value
+        if isinstance(processor, str):
+            ref, fn = processor, load_processor(processor)
+        else:
+            ref, fn = f"{processor.__module__}:{processor.__qualname__}", processor
+        base = base_scenario(load(scenario) if scenario else None, sections)
+        report = run_check(fn, base, max_examples=max_examples or settings.default.max_examples, seed=seed,
+                           database=root / ".hypothesis" / "acksim")
+        if report.findings:
+            paths = save_findings(report, ref, root / ".hypothesis" / "acksim-replays", None)
+            pytest.fail(f"acksim found {', '.join(report.findings)} in {ref}:\n" +
+                        "\n".join(render_findings(report, paths)), pytrace=False)
+        return report
+
+    return check

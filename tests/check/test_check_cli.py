@@ -1,0 +1,92 @@
+"""``acksim check`` on the command line: exit codes, output, replay files, bad input."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sim.cli import main
+
+
+def test_the_reference_passes_and_reports_coverage(tmp_path, capsys):
+    assert main(["check", "--max-examples", "40", "--no-database", "--out", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("acksim check: model.processor:process (ack after_commit, unit_of_work, memory serializable")
+    assert "examples: 40 in " in out and "crash phases covered: before_call" in out
+    assert "crash_after_commit_before_ack" in out and "PASS: no violation in 40 examples" in out
+    assert not (tmp_path / "c").exists() or not any((tmp_path / "c").iterdir())
+
+
+def test_a_bad_candidate_fails_with_a_timeline_and_a_replay_that_run_reproduces(tmp_path, capsys):
+    rc = main(["check", "--candidate", "no-renewed-check", "--max-examples", "200", "--no-database",
+               "--out", str(tmp_path / "c"), "--save-corpus", str(tmp_path / "corpus")])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "FOUND no_cleanup_after_renewal" in out and "schedule (shrunk):" in out and "timeline:" in out
+    assert "renewals       renewed" in out and "cleanup_applied" in out
+    replay = tmp_path / "c" / "model.candidates.no_renewed_check-no_cleanup_after_renewal.toml"
+    assert replay.is_file() and (tmp_path / "corpus" / replay.name).read_text() == replay.read_text()
+    assert f"replay: acksim run {replay}" in out
+    assert main(["run", str(replay), "--out", str(tmp_path / "r")]) == 1
+    out = capsys.readouterr().out
+    assert "replay: reproduced (no_cleanup_after_renewal; same history, record for record)" in out
+    assert (tmp_path / "r" / "plots" / "counterexample.png").is_file()
+
+
+def test_design_options_select_the_design(tmp_path, capsys):
+    rc = main(["check", "--isolation", "read_committed", "--max-examples", "300", "--no-database",
+               "--out", str(tmp_path / "c")])
+    out = capsys.readouterr().out
+    assert rc == 1 and "memory read_committed" in out and "FOUND no_cleanup_after_renewal" in out
+
+
+def test_require_coverage_fails_when_a_hazard_window_was_never_hit(tmp_path, capsys):
+    rc = main(["check", "--max-examples", "2", "--no-database", "--require-coverage", "--out", str(tmp_path / "c")])
+    out = capsys.readouterr().out
+    assert rc == 1 and "WARNING: never hit" in out and "FAIL: hazard windows never hit:" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--processor", "nope.mod:fn"], "--processor: cannot import 'nope.mod': ModuleNotFoundError"),
+    (["--processor", "model.processor"], "--processor: expected package.module:function or path/to/file.py:function"),
+    (["--processor", "model.processor:nothing"], "--processor: 'model.processor' has no attribute 'nothing'"),
+    (["--processor", "model.job:reminder_event_key"],
+     "--processor: 'model.job:reminder_event_key' must accept (job, accounts, cleanup_store, outbox)"),
+    (["--processor", "missing/file.py:process"], "processor: file 'missing/file.py' not found"),
+    (["--candidate", "nope"], "--candidate: unknown 'nope'; one of reference, "),
+    (["--max-examples", "0"], "--max-examples: must be 1 .. 1000000, got 0"),
+    (["--isolation", "dirty"], "argument --isolation: invalid choice: 'dirty'"),
+])
+def test_bad_check_input_exits_2_with_one_line(tmp_path, capsys, args, message):
+    assert main(["check", *args, "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_a_processor_from_a_file(tmp_path, capsys):
+    mine = tmp_path / "mine.py"
+    mine.write_text("from model import process as reference\n\n"
+                    "def process(job, accounts, cleanup_store, outbox):\n"
+                    "    reference(job, accounts, cleanup_store, outbox)\n")
+    assert main(["check", "--processor", f"{mine}:process", "--max-examples", "20", "--no-database",
+                 "--out", str(tmp_path / "c")]) == 0
+    assert f"acksim check: {mine}:process" in capsys.readouterr().out
+
+
+def test_the_pytest_fixture_checks_a_processor_in_a_users_suite(pytester):
+    pytester.makepyfile(test_user="""
+        from model import process
+        from model.candidates import no_renewed_check
+
+        def test_reference_is_safe(acksim_check):
+            report = acksim_check(process, max_examples=20)
+            assert report.examples == 20 and not report.findings
+
+        def test_candidate_is_caught(acksim_check):
+            acksim_check(no_renewed_check, max_examples=200)
+    """)
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*acksim found no_cleanup_after_renewal in model.candidates:no_renewed_check*",
+                                 "*replay: acksim run *acksim-replays*"])

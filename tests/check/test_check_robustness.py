@@ -1,0 +1,80 @@
+"""A processor that misbehaves gets a clear verdict in bounded time, never a hung harness."""
+
+import time
+
+import pytest
+
+from model import process
+from sim.check import base_scenario, run_example
+from sim.scenario import Scenario
+
+
+def one_account(**faults):
+    data = base_scenario().model_dump(exclude_none=True)
+    data["plan"] = {"accounts": [{"account_id": "a1", "deadline_s": 10.0}], "steps": []}
+    data["faults"].update(faults)
+    return Scenario.model_validate(data)
+
+
+def swallows_its_crash(job, accounts, cleanup_store, outbox):
+    while True:
+        try:
+            process(job, accounts, cleanup_store, outbox)
+            return
+        except BaseException:  # noqa: BLE001 - the point of this processor
+            continue
+
+
+def spins(job, accounts, cleanup_store, outbox):
+    accounts.get(job.account_id)
+    while True:
+        pass
+
+
+def sleeps_a_minute(job, accounts, cleanup_store, outbox):
+    time.sleep(60)
+    process(job, accounts, cleanup_store, outbox)
+
+
+def raises(job, accounts, cleanup_store, outbox):
+    accounts.get(job.account_id)
+    raise KeyError("no such region")
+
+
+def test_a_processor_that_swallows_its_crash_is_reported_and_left_suspended():
+    result = run_example(one_account(crashes=[{"delivery": 1, "phase": "before_call", "call": 1}]),
+                         swallows_its_crash)
+    assert result.failures == ("processor_error",)
+    assert result.errors == ["swallowed its crash and kept calling stores (1000 refused calls) and was left suspended"]
+
+
+def test_a_processor_that_never_returns_is_cut_at_its_wall_clock_budget():
+    started = time.monotonic()
+    result = run_example(one_account(), spins, step_budget_s=0.5)
+    assert time.monotonic() - started < 10
+    assert result.failures == ("processor_hung",)
+    assert "ran over 0.5 s of wall-clock time" in result.errors[-1]
+
+
+def test_time_sleep_in_a_processor_passes_virtual_time_not_wall_time():
+    started = time.monotonic()
+    result = run_example(one_account(), sleeps_a_minute)
+    assert time.monotonic() - started < 10
+    delivered = [r.time for r in result.history if r.kind == "delivered"]
+    applied = [r.time for r in result.history if r.kind == "cleanup_applied"]
+    assert delivered[:2] == [10.0, 15.0]  # the minute outlived the visibility timeout: redelivered
+    assert applied == [pytest.approx(70.0, abs=0.01)]  # one effect, a minute of virtual time later
+    assert result.failures == ()  # slow, but the reference logic still holds
+
+
+def test_an_exception_of_the_processor_is_a_finding_with_its_traceback():
+    result = run_example(one_account(), raises)
+    assert result.failures == ("processor_error",)
+    assert "KeyError: 'no such region'" in result.errors[0] and "in raises" in result.errors[0]
+
+
+@pytest.mark.parametrize("processor", [swallows_its_crash, spins, raises])
+def test_the_harness_keeps_working_after_a_misbehaving_processor(processor):
+    run_example(one_account(crashes=[{"delivery": 1, "phase": "after_call", "call": 0}]), processor,
+                step_budget_s=0.3)
+    assert run_example(one_account(), process).failures == ()
