@@ -16,6 +16,7 @@ from sim.check import base_scenario, history_digest, replay_text, run_check, sch
 from sim.hazards import HAZARDS
 from sim.outdir import UsageError, check_out_dir
 from sim.processor_ref import load_processor
+from sim.report.plots.counterexample import plot_counterexample
 from sim.scenario import ScenarioError, load
 
 _DESIGN_FLAGS = (  # (flag, scenario section, key, choices)
@@ -149,7 +150,8 @@ def design_tag(scenario) -> str:
 
 
 def save_findings(report, ref: str, out: Path, corpus: Path | None) -> list[Path]:
-    """Write one replay file per finding into ``out`` (and ``corpus``); returns their paths."""
+    """Write one replay file per finding into ``out`` (and ``corpus``), with its timeline as a
+    swimlane PNG beside it in ``out``; returns the replay files' paths."""
     paths = []
     for name, (scenario, result) in report.findings.items():
         text = replay_text(scenario, result, ref)
@@ -158,6 +160,7 @@ def save_findings(report, ref: str, out: Path, corpus: Path | None) -> list[Path
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{stem}.toml"
         path.write_text(text, encoding="utf-8")
+        (out / f"{stem}.png").write_bytes(plot_counterexample(result.history))  # the timeline, drawn
         paths.append(path)
         if corpus is not None:
             corpus.mkdir(parents=True, exist_ok=True)

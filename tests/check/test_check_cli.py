@@ -27,6 +27,7 @@ def test_a_bad_candidate_fails_with_a_timeline_and_a_replay_that_run_reproduces(
     assert "renewals       renewed" in out and "cleanup_applied" in out
     replay = tmp_path / "c" / "model.candidates.no_renewed_check-no_cleanup_after_renewal.toml"
     assert replay.is_file() and (tmp_path / "corpus" / replay.name).read_text() == replay.read_text()
+    assert replay.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"replay: acksim run {replay}" in out
     assert main(["run", str(replay), "--out", str(tmp_path / "r")]) == 1
     out = capsys.readouterr().out
