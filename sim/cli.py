@@ -16,6 +16,7 @@ from pathlib import Path
 
 from sim.outdir import UsageError, check_out_dir, safe_name
 from sim.check_cli import add_check_parser, cmd_check, replay_verdict
+from sim.sweep_cli import add_sweep_parser, cmd_sweep
 from sim.interleave import ProcessorHung
 from sim.processor_ref import load_processor
 from sim.scenario import ScenarioError, load, with_overrides
@@ -40,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="code under test, package.module:function or path/to/file.py:function "
                           "(default: the scenario's processor, the reference model.processor:process)")
     add_check_parser(sub)
+    add_sweep_parser(sub)
     return p
 
 
@@ -124,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_run(args)
         if args.command == "check":
             return cmd_check(args)
+        if args.command == "sweep":
+            return cmd_sweep(args)
     except (ScenarioError, UsageError) as exc:
         print(f"acksim: error: {exc}", file=sys.stderr)
         return 2
