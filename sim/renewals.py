@@ -55,8 +55,13 @@ def plan_workload(w: Workload, rng: random.Random) -> tuple[dict[str, float], li
     deadlines: dict[str, float] = {}
     ops: list[LifecycleOp] = []
     u = rng.uniform
+    arrival = w.deadline_start_s
     for aid in account_ids(w.accounts):
-        d = w.deadline_start_s + (u(0.0, w.deadline_window_s) // w.deadline_granularity_s) * w.deadline_granularity_s
+        if w.arrivals == "poisson":
+            arrival += rng.expovariate(w.arrival_rate_per_s)
+            d = arrival
+        else:
+            d = w.deadline_start_s + (u(0.0, w.deadline_window_s) // w.deadline_granularity_s) * w.deadline_granularity_s
         deadlines[aid] = d
         if rng.random() < w.renew_fraction:
             if rng.random() < w.renew_in_flight_fraction:

@@ -49,12 +49,16 @@ Span = Annotated[tuple[Seconds, Seconds], Tupled]
 class Workload(_Section):
     """Accounts and their lifecycle. Times in virtual seconds from the epoch.
 
-    Deadlines are spread uniformly over ``[deadline_start_s, deadline_start_s +
-    deadline_window_s)`` and rounded down to ``deadline_granularity_s`` (bursts, as when
-    subscriptions end on the minute). Fractions are per account, drawn independently.
+    With ``arrivals = "window"`` deadlines are spread uniformly over ``[deadline_start_s,
+    deadline_start_s + deadline_window_s)`` and rounded down to ``deadline_granularity_s``
+    (bursts, as when subscriptions end on the minute); with ``"poisson"`` they form a Poisson
+    process of ``arrival_rate_per_s`` from ``deadline_start_s`` (for queueing-theory
+    checks). Fractions are per account, drawn independently.
     """
 
     accounts: int = Field(1_000, ge=1, le=2_000_000)
+    arrivals: Literal["window", "poisson"] = "window"
+    arrival_rate_per_s: float = Field(1.0, gt=0.0, le=1_000_000.0)
     deadline_start_s: float = Field(600.0, ge=0.0, le=HORIZON_S)
     deadline_window_s: float = Field(DAY, gt=0.0, le=30 * DAY)
     deadline_granularity_s: float = Field(60.0, gt=0.0, le=DAY)
@@ -165,7 +169,10 @@ class Workers(_Section):
     "before_processing" acks on receipt (a known-bad candidate). ``transaction_scope``
     "unit_of_work" spans the attempt's store calls; "autocommit" commits each call alone.
     A write conflict is retried in place ``conflict_retries`` times (exponential backoff with
-    full jitter: uniform in ``[0, conflict_backoff_s * 2**n]``), then the message is nacked."""
+    full jitter: uniform in ``[0, conflict_backoff_s * 2**n]``), then the message is nacked.
+    ``service_time_mean_s`` adds work of that mean to every delivery, before its unit of work
+    (so it holds no lock), exponential or constant: with zero store latency the workers are
+    the servers of an M/M/c or M/D/c queue."""
 
     count: int = Field(8, ge=1, le=1000)
     ack_policy: Literal["after_commit", "before_processing"] = "after_commit"
@@ -173,6 +180,8 @@ class Workers(_Section):
     conflict_retries: int = Field(8, ge=0, le=100)
     conflict_backoff_s: float = Field(0.02, ge=0.0, le=3600.0)
     restart_delay_s: float = Field(30.0, ge=0.0, le=DAY)
+    service_time_mean_s: float = Field(0.0, ge=0.0, le=DAY)
+    service_time_distribution: Literal["exponential", "constant"] = "exponential"
 
 
 class Stores(_Section):

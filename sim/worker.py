@@ -119,6 +119,11 @@ def _latency(world, rng: random.Random) -> float:
     return base * world.latency_factor(world.env.now) if world.scenario.faults.latency_spikes else base
 
 
+def _service_time(cfg, rng: random.Random) -> float:
+    mean = cfg.service_time_mean_s
+    return mean if cfg.service_time_distribution == "constant" else rng.expovariate(1.0 / mean)
+
+
 def _handle(world, name, processor, rng, session, state: _State, delivery: Delivery):
     """Process one delivery: the ack policy, the unit of work and its retries.
 
@@ -134,6 +139,8 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
     unit_of_work = cfg.transaction_scope == "unit_of_work"
     if cfg.ack_policy == "before_processing":
         yield from _ack(world, name, rng, delivery)
+    if cfg.service_time_mean_s > 0:  # the job's own work, before (and outside) the unit of work
+        yield env.timeout(_service_time(cfg, rng))
     for attempt_no in range(cfg.conflict_retries + 1):
         if unit_of_work:
             session.begin()

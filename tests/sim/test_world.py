@@ -1,6 +1,7 @@
 """Whole-world runs on one account with exact timelines: the three acceptance sentences of the
 design documents, crashes in each phase, deployments, conflicts and the lifecycle."""
 
+import numpy as np
 import pytest
 
 from model import process
@@ -288,3 +289,21 @@ def test_a_crash_loop_without_a_dead_letter_queue_stops_at_the_record_limit(tiny
     assert 1000 <= len(outcome.history) < 1100 and outcome.final.stopped_early
     assert summary["counts"]["stopped_early"] == 1
     assert summary["invariants"]["no_lost_work"]["example"]["why"] == "message 1 still in flight at the end"
+
+
+def test_service_time_is_work_before_the_unit_of_work(tiny):
+    outcome, _ = run(tiny(workers={"service_time_mean_s": 2.0, "service_time_distribution": "constant"}))
+    # delivered at 100, 2 s of work, then get@103 ... commit@107
+    assert [(r.time, r.kind) for r in outcome.history if r.kind in ("delivered", "attempt_started", "tx_committed")] == [
+        (100.0, "delivered"), (102.0, "attempt_started"), (107.0, "tx_committed")]
+
+
+def test_poisson_arrivals_space_deadlines_by_exponential_gaps(tiny):
+    from sim.renewals import plan_workload
+    from sim.world import stream
+
+    sc = tiny(workload={"accounts": 4000, "arrivals": "poisson", "arrival_rate_per_s": 2.0, "deadline_start_s": 0})
+    deadlines, _ = plan_workload(sc.workload, stream(1, "workload"))
+    gaps = np.diff([0.0, *sorted(deadlines.values())])
+    assert len(gaps) == 4000 and gaps.min() > 0
+    assert abs(gaps.mean() - 0.5) < 0.03 and abs(gaps.std() - 0.5) < 0.03  # exponential: sd == mean
