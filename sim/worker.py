@@ -159,7 +159,9 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                 if isinstance(step, Sleep):
                     yield env.timeout(step.seconds)
                 elif step.when == "before":
-                    yield env.timeout(_latency(world, rng))
+                    latency = _latency(world, rng)
+                    if latency:  # zero latency: no event, the call happens at once
+                        yield env.timeout(latency)
                     if plan.crash(rng, delivery.number, "before_call", step.index):
                         raise WorkerCrash("before_call", restart)
                 else:
@@ -171,7 +173,9 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
             state.attempt = None
             error = step.error
             if error is None and unit_of_work:
-                yield env.timeout(_latency(world, rng))  # the commit's round trip
+                latency = _latency(world, rng)  # the commit's round trip
+                if latency:
+                    yield env.timeout(latency)
                 writes = session.commit()
                 _log_tx(world, "tx_committed", name, delivery, str(len(writes)))
                 _record_writes(world, name, delivery, writes)
