@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 SCENARIO ?= scenarios/game-renewal.toml
 OUT ?= reports/game-renewal
 
-.PHONY: setup run test bench clean
+.PHONY: setup run test bench notebooks clean
 
 setup: $(VENV)/.installed
 
@@ -23,6 +23,11 @@ test: setup
 
 bench: setup
 	$(BIN)/python benchmarks/throughput.py
+
+# Opens the capacity-planning and design-review notebooks in Jupyter (installed on first use).
+notebooks: setup
+	$(BIN)/python -m pip install --quiet notebook
+	cd notebooks && ../$(BIN)/jupyter notebook
 
 clean:
 	rm -rf $(VENV) reports/game-renewal .pytest_cache .hypothesis
