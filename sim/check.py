@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 
 import tomli_w
 from hypothesis import HealthCheck, Phase, given, seed as hypothesis_seed, settings
-from hypothesis.database import DirectoryBasedExampleDatabase
+from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 
 from sim.faults import PHASES
 from sim.hazards import HAZARDS, hazards_hit
@@ -42,7 +42,8 @@ CHECK_BASE: dict = {
     "scheduler": {"publish_latency_s": 0.0, "cron_interval_s": 60.0, "cron_jitter_s": 1.0},
     "mail": {"poll_interval_s": 1.0, "latency_s": 0.01},
     # every planned event is over within minutes; a design that never drains is cut short
-    "run": {"idle_check_s": 1.0, "max_time_s": 3_600.0, "max_records": 50_000},
+    "run": {"idle_check_s": 1.0, "max_time_s": 3_600.0, "max_records": 50_000, "step_budget_s": 5.0,
+            "stop_on_processor_error": True},
 }
 FINDINGS = tuple(name for name, _ in INVARIANTS) + ("processor_error", "processor_hung")
 
@@ -70,12 +71,13 @@ class ExampleResult:
     errors: list[str]
 
 
-def run_example(scenario: Scenario, processor: Callable, step_budget_s: float = 5.0) -> ExampleResult:
-    """Run one world to the end and judge it. Never raises for anything the processor does."""
+def run_example(scenario: Scenario, processor: Callable) -> ExampleResult:
+    """Run one world to the end and judge it. Raises nothing the processor raises of its own
+    (``KeyboardInterrupt`` apart: a Ctrl-C still stops a check); see ``sim.interleave`` for
+    what a processor can still do to the process itself (``os._exit``, a blocking C call)."""
     with tempfile.TemporaryDirectory(prefix="acksim-check-") as tmp:
         db_path = Path(tmp) / "stores.db" if scenario.stores.backend == "sqlite" else None
-        world = World(scenario, processor, db_path=db_path, step_budget_s=step_budget_s,
-                      stop_on_processor_error=True)
+        world = World(scenario, processor, db_path=db_path)
         hung = None
         try:
             outcome = world.run()
@@ -123,38 +125,40 @@ class CheckReport:
 
 
 def run_check(processor: Callable, base: Scenario, *, max_examples: int = 500, seed: int = 0,
-              database: Path | None = None, step_budget_s: float = 5.0,
+              database: Path | None = None, key: str = "",
               progress: Callable[[int], None] | None = None,
               stop_at: frozenset[str] | None = None) -> CheckReport:
     """Search up to ``max_examples`` examples around ``base`` for every kind of finding.
 
-    A search round stops at its first failure and shrinks it; the next round searches on,
-    counting the kinds already found as passes, until the budget is spent or a round finds
-    nothing new. ``seed`` fixes Hypothesis's generation (the same seed, processor and base
-    give the same search); ``database`` is the example database folder, so a counterexample
-    found before is tried first (None: no database). Returns the report; findings are not
+    A search round tries up to ``max_examples`` generated examples, stops at its first
+    failure and shrinks it; the next round searches again, counting the kinds already found
+    as passes, until a round finds nothing new (or a processor hung: each of its examples
+    costs the whole wall-clock budget).
+    ``seed`` fixes Hypothesis's generation (the same seed, processor and base give the same
+    search); ``database`` is the example database folder and ``key`` names the processor and
+    design in it, so a counterexample found before is tried first (None: no database). Returns the report; findings are not
     raised. With ``stop_at`` the search ends as soon as one of those kinds is found. Raises
     whatever the harness itself raises (never the processor's errors).
     """
     report = CheckReport()
     started = time.monotonic()
     round_no = 0
-    while report.examples < max_examples:
+    while True:
         before = set(report.findings)
-        _search(report, processor, base, max_examples - report.examples, seed + round_no,
-                database, step_budget_s, progress)
+        _search(report, processor, base, max_examples, seed + round_no, database, key, round_no, progress)
         round_no += 1
-        if set(report.findings) == before or (stop_at is not None and stop_at & set(report.findings)):
-            break
+        found = set(report.findings)
+        if found == before or (stop_at is not None and stop_at & found) or "processor_hung" in found:
+            break  # nothing new, what was asked for, or a processor too costly to run on
     report.seconds = time.monotonic() - started
     return report
 
 
-def _search(report: CheckReport, processor, base, budget, seed, database, step_budget_s, progress) -> None:
+def _search(report: CheckReport, processor, base, budget, seed, database, key, round_no, progress) -> None:
     ignore = frozenset(report.findings)
 
     def body(scenario: Scenario) -> None:
-        result = run_example(scenario, processor, step_budget_s)
+        result = run_example(scenario, processor)
         report.examples += 1
         report.coverage.update(name for name, hit in result.hazards.items() if hit)
         report.phases.update(r.detail for r in result.history if r.kind == "crashed" and r.detail in PHASES)
@@ -165,20 +169,24 @@ def _search(report: CheckReport, processor, base, budget, seed, database, step_b
             report.findings[new[0]] = (scenario, result)  # the last failing run of a kind is the shrunk one
             raise _FINDING_TYPES[new[0]](", ".join(result.failures))
 
-    test = settings(
-        max_examples=budget, deadline=None, database=DirectoryBasedExampleDatabase(str(database))
-        if database else None, suppress_health_check=list(HealthCheck), report_multiple_bugs=True,
-        phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink),
-    )(hypothesis_seed(seed)(given(check_scenarios(base))(body)))
+    db = DirectoryBasedExampleDatabase(str(database)) if database else None
+    if db is not None and round_no:
+        db = ReadOnlyDatabase(db)  # later rounds count found kinds as passes: they must not delete them
+    # one database key per processor and design, so counterexamples are replayed for their own design
+    body._hypothesis_internal_add_digest = key.encode()
+    # every phase but "explain": its extra runs would double the cost of each finding
+    test = settings(max_examples=budget, deadline=None, database=db, suppress_health_check=list(HealthCheck),
+                    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink))(
+        hypothesis_seed(seed)(given(check_scenarios(base))(body)))
     try:
         test()
-    except (Finding, BaseExceptionGroup) as exc:  # noqa: F821 - builtin in 3.11
+    except (Finding, BaseExceptionGroup) as exc:
         _only_findings(exc)
 
 
 def _only_findings(exc: BaseException) -> None:
     """Re-raise anything that is not a finding (a bug of the harness must not hide)."""
-    if isinstance(exc, BaseExceptionGroup):  # noqa: F821
+    if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
             _only_findings(inner)
     elif not isinstance(exc, Finding):

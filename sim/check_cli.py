@@ -8,16 +8,15 @@ does not load, a bad scenario or option).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 from sim.check import base_scenario, history_digest, replay_text, run_check, schedule, timeline
 from sim.hazards import HAZARDS
-from sim.outdir import UsageError, check_out_dir
+from sim.outdir import UsageError, check_out_dir, safe_name
 from sim.processor_ref import load_processor
 from sim.report.plots.counterexample import plot_counterexample
-from sim.scenario import ScenarioError, load
+from sim.scenario import load
 
 _DESIGN_FLAGS = (  # (flag, scenario section, key, choices)
     ("--ack-policy", "workers", "ack_policy", ("after_commit", "before_processing")),
@@ -74,6 +73,7 @@ def cmd_check(args) -> int:
     base = base_scenario(load(args.scenario) if args.scenario else None, design)
     ref = ref or base.processor
     processor = load_processor(ref, "--processor")
+    ref = absolute_ref(ref)  # a replay file must load it from anywhere
     out = Path(args.out)
     check_out_dir(out, replaces=False)  # replay files are added to the folder
     if args.save_corpus:
@@ -84,12 +84,14 @@ def cmd_check(args) -> int:
             print(f"\racksim check: {n} examples", end="", file=sys.stderr, flush=True)
 
     report = run_check(processor, base, max_examples=args.max_examples, seed=args.seed,
-                       database=None if args.no_database else Path(args.database), progress=progress)
+                       database=None if args.no_database else Path(args.database),
+                       key=f"{ref}|{describe(base)}", progress=progress)
     if sys.stderr.isatty():
         print("\r", end="", file=sys.stderr)
     rate = report.examples / report.seconds if report.seconds else 0.0
     print(f"acksim check: {ref} ({describe(base)})")
-    print(f"examples: {report.examples} in {report.seconds:.1f} s ({rate:.1f} examples/s), seed {args.seed}")
+    print(f"examples run (shrinking included): {report.examples} in {report.seconds:.1f} s "
+          f"({rate:.1f} examples/s), seed {args.seed}")
     print("crash phases covered: " + ", ".join(f"{p} {report.phases[p]}" for p in
                                                 ("before_call", "after_call", "after_commit", "during_ack")))
     print("hazard windows (examples that hit each):")
@@ -136,6 +138,14 @@ def describe(base) -> str:
             f"unique outbox keys {'on' if s.unique_outbox_keys else 'off'}")
 
 
+def absolute_ref(ref: str) -> str:
+    """A file reference made absolute (module references are left as they are)."""
+    target, _, name = ref.rpartition(":")
+    if target.endswith(".py") or "/" in target:
+        return f"{Path(target).resolve()}:{name}"
+    return ref
+
+
 def design_tag(scenario) -> str:
     """The design options that differ from the reference design, for file names:
     e.g. ``autocommit`` or ``read-committed+no-unique-markers``; empty for the reference."""
@@ -145,7 +155,8 @@ def design_tag(scenario) -> str:
         ("autocommit", w.transaction_scope == "autocommit"),
         ("read-committed", s.isolation == "read_committed"),
         ("no-unique-markers", not s.unique_markers),
-        ("no-unique-outbox-keys", not s.unique_outbox_keys)) if on]
+        ("no-unique-outbox-keys", not s.unique_outbox_keys),
+        ("sqlite", s.backend == "sqlite")) if on]
     return "+".join(tags)
 
 
@@ -155,8 +166,9 @@ def save_findings(report, ref: str, out: Path, corpus: Path | None) -> list[Path
     paths = []
     for name, (scenario, result) in report.findings.items():
         text = replay_text(scenario, result, ref)
-        stem = "-".join(p for p in (ref.replace("/", "_").replace(":", ".").replace(".py", ""),
-                                    design_tag(scenario), name) if p)
+        module, _, function = ref.rpartition(":")
+        short = Path(module).stem if module.endswith(".py") else module
+        stem = safe_name("-".join(p for p in (f"{short}.{function}", design_tag(scenario), name) if p))
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{stem}.toml"
         path.write_text(text, encoding="utf-8")

@@ -16,8 +16,18 @@ from sim.summary import lifecycle_during_attempts
 
 
 def crash_after_commit_before_ack(history: Sequence[Record]) -> bool:
-    """A worker crashed after its commit and before its ack landed."""
-    return any(r.kind == "crashed" and r.detail in ("after_commit", "during_ack") for r in history)
+    """A worker crashed after committing its unit of work for a delivery and before the ack of
+    that delivery landed."""
+    committed: dict[str, int | None] = {}  # worker -> message of its last commit
+    for r in history:
+        if r.kind == "tx_committed":
+            committed[r.actor] = r.message_id
+        elif r.kind in ("delivered", "acked", "ack_stale", "nacked"):
+            committed.pop(r.actor, None)
+        elif (r.kind == "crashed" and r.detail in ("after_commit", "during_ack")
+              and committed.get(r.actor) == r.message_id is not None):
+            return True
+    return False
 
 
 def crash_between_store_calls(history: Sequence[Record]) -> bool:
@@ -67,8 +77,8 @@ def redelivery_after_dead_letter_or_retention(history: Sequence[Record]) -> bool
 
 
 def scheduler_pause(history: Sequence[Record]) -> bool:
-    """A scheduler run was skipped (paused window or overrun)."""
-    return any(r.kind == "cron_run_skipped" for r in history)
+    """A scheduler run was skipped for a paused window."""
+    return any(r.kind == "cron_run_skipped" and r.detail == "paused" for r in history)
 
 
 HAZARDS: tuple[tuple[str, Callable[[Sequence[Record]], bool]], ...] = (

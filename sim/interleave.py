@@ -14,7 +14,11 @@ Misbehaving code gets a verdict, never a hung harness: ``time.sleep`` inside the
 passes virtual time instead of wall time; a processor that swallows ``Abandoned`` and keeps
 calling its stores is left suspended after ``MAX_REFUSED_CALLS`` refusals; and a processor
 that runs longer than ``STEP_BUDGET_S`` of wall-clock time between two store calls is
-interrupted and reported as ``ProcessorHung`` (the one place the harness reads a clock).
+interrupted and reported as ``ProcessorHung`` (the one place the harness reads a clock), as
+is one that makes over ``MAX_CALLS`` store calls in one attempt. Limits: the interruption is
+a ``KeyboardInterrupt`` that a processor could swallow, it cannot stop a blocking C call,
+``time.sleep`` bound before the run (``from time import sleep``) sleeps in wall time, and
+``os._exit`` ends the process: only a separate process would contain those.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from greenlet import greenlet, getcurrent
 
 STEP_BUDGET_S = 10.0
 MAX_REFUSED_CALLS = 1000
+MAX_CALLS = 10_000
 _REAL_SLEEP = time.sleep
 _ZOMBIES: list = []  # processors that would not stop; kept so garbage collection never resumes them
 
@@ -115,14 +120,23 @@ class Attempt:
     def _body(processor: Callable, job: Any, proxies: dict[str, Any]) -> Finished:
         try:
             processor(job, proxies["accounts"], proxies["cleanup_store"], proxies["outbox"])
-        except Exception as exc:  # noqa: BLE001 - the processor's own error is a result
+        except (Abandoned, KeyboardInterrupt):
+            raise  # the harness's own unwinding, and Ctrl-C (or the watchdog)
+        except BaseException as exc:  # noqa: BLE001 - SystemExit, GeneratorExit...: the processor's result
             return Finished(exc)
         return Finished()
 
     def begin_call(self, store: str, method: str) -> int:
-        """Called inside the greenlet before a store call; returns the call's index."""
+        """Called inside the greenlet before a store call; returns the call's index. Raises
+        ``ProcessorHung`` past ``MAX_CALLS`` calls in one attempt (a processor that loops on
+        its stores never returns either)."""
         if self.abandoned:
             self._refuse()
+        if self.calls >= MAX_CALLS:  # left suspended: an exception could be swallowed
+            self.abandoned = True
+            _ZOMBIES.append(self._g)
+            self._parent.switch(Finished(ProcessorHung(f"the processor made over {MAX_CALLS} store calls "
+                                                       "in one attempt")))
         i = self.calls
         self.calls += 1
         self._parent.switch(StoreCall(store, method, i, "before"))
@@ -133,10 +147,16 @@ class Attempt:
         self._parent.switch(StoreCall(store, method, index, "after"))
 
     def sleep(self, seconds: float) -> None:
-        """``time.sleep`` while the processor runs: virtual time passes instead."""
+        """``time.sleep`` while the processor runs: virtual time passes instead. Raises what
+        the real one raises for a negative, NaN or infinite length."""
         if self.abandoned:
             self._refuse()
-        self._parent.switch(Sleep(max(float(seconds), 0.0)))
+        seconds = float(seconds)
+        if seconds != seconds or seconds < 0:
+            raise ValueError("sleep length must be non-negative")
+        if seconds == float("inf"):
+            raise OverflowError("sleep length is too large")
+        self._parent.switch(Sleep(seconds))
 
     def _refuse(self) -> None:
         self.refused += 1

@@ -40,21 +40,47 @@ def load_processor(ref: str, field: str = "processor") -> Callable:
     fn = getattr(module, name, None)
     if fn is None:
         raise ScenarioError(f"{field}: {target!r} has no attribute {name!r}")
+    check_processor(fn, ref, field)
+    return fn
+
+
+def check_processor(fn, name: str, field: str = "processor") -> None:
+    """Raise ``ScenarioError`` unless ``fn`` is a plain callable taking
+    ``(job, accounts, cleanup_store, outbox)``: not callable, a generator or ``async``
+    function (which would return without running), or a signature that cannot bind."""
     if not callable(fn):
-        raise ScenarioError(f"{field}: {ref!r} is not callable")
+        raise ScenarioError(f"{field}: {name!r} is not callable")
+    if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+        raise ScenarioError(f"{field}: {name!r} is a generator or async function; the processor is plain "
+                            "synchronous code")
     try:
         inspect.signature(fn).bind(None, None, None, None)
     except TypeError:
-        raise ScenarioError(f"{field}: {ref!r} must accept (job, accounts, cleanup_store, outbox)") from None
+        raise ScenarioError(f"{field}: {name!r} must accept (job, accounts, cleanup_store, outbox)") from None
     except ValueError:
         pass  # no signature to inspect (a builtin): let the call decide
-    return fn
+
+
+def reference_of(fn) -> str:
+    """A reference that ``load_processor`` loads back: ``module:name`` for a module-level
+    function of an importable module, else ``/absolute/path/file.py:name``. Raises
+    ``ScenarioError`` for a callable no reference can name (a lambda, a local function)."""
+    name = getattr(fn, "__qualname__", None) or getattr(getattr(fn, "func", None), "__qualname__", None)
+    module = getattr(fn, "__module__", None) or getattr(getattr(fn, "func", None), "__module__", None)
+    if not name or "<" in name or "." in name:
+        raise ScenarioError(f"processor: {fn!r} has no name a replay file could load; use a module-level function")
+    if module and module != "__main__" and not module.startswith("acksim_processor_"):
+        return f"{module}:{name}"
+    source = inspect.getsourcefile(fn)
+    if not source:
+        raise ScenarioError(f"processor: cannot locate the source file of {fn!r}")
+    return f"{Path(source).resolve()}:{name}"
 
 
 def _import_file(target: str):
     path = Path(target)
     if not path.is_file():
-        raise ScenarioError(f"processor: file {target!r} not found")
+        raise ScenarioError(f"processor: file {target!r} not found (from {Path.cwd()})")
     resolved = path.resolve()
     module_name = "acksim_processor_" + hashlib.sha256(str(resolved).encode()).hexdigest()[:12]
     if module_name in sys.modules:

@@ -33,11 +33,12 @@ def acksim_check(request):
     ``path/to/file.py:function``); ``scenario``: a base scenario file; ``design``: any of
     ``ack_policy``, ``transaction_scope``, ``isolation``, ``backend``, ``unique_markers``,
     ``unique_outbox_keys``. Returns the ``CheckReport``; fails the test with the shrunk
-    schedule and timeline when anything is found. Raises ``ScenarioError`` for bad input.
-    """
+    schedule and timeline when anything is found. Raises ``ScenarioError`` for bad input
+    (a processor of the wrong shape, or one no replay file could name: a lambda or a local
+    function)."""
     from sim.check import base_scenario, run_check
-    from sim.check_cli import render_findings, save_findings
-    from sim.processor_ref import load_processor
+    from sim.check_cli import absolute_ref, describe, render_findings, save_findings
+    from sim.processor_ref import check_processor, load_processor, reference_of
     from sim.scenario import ScenarioError, load
 
     root = Path(request.config.rootpath)
@@ -52,12 +53,13 @@ def acksim_check(request):
         for key, value in design.items():
             sections.setdefault(_DESIGN_KEYS[key], {})[key] = value
         if isinstance(processor, str):
-            ref, fn = processor, load_processor(processor)
+            ref, fn = absolute_ref(processor), load_processor(processor)
         else:
-            ref, fn = f"{processor.__module__}:{processor.__qualname__}", processor
+            check_processor(processor, repr(processor))
+            ref, fn = reference_of(processor), processor
         base = base_scenario(load(scenario) if scenario else None, sections)
         report = run_check(fn, base, max_examples=max_examples or settings.default.max_examples, seed=seed,
-                           database=root / ".hypothesis" / "acksim")
+                           database=root / ".hypothesis" / "acksim", key=f"{ref}|{describe(base)}")
         if report.findings:
             paths = save_findings(report, ref, root / ".hypothesis" / "acksim-replays", None)
             pytest.fail(f"acksim found {', '.join(report.findings)} in {ref}:\n" +

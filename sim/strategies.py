@@ -7,8 +7,11 @@ processing outlive the visibility timeout, rolling deployments, mail provider ou
 scheduler pauses), with queue parameters drawn around the base scenario's.
 
 Choices are ordered so that Hypothesis's shrinking is semantic: fewer accounts, steps and
-faults; crash phases toward the commit (``after_commit`` first); step offsets toward the
-instant the job is being processed; the base scenario's queue parameters first.
+faults; crash phases toward the commit (``after_commit`` first) and crash calls toward the
+writes; step offsets toward the instant the job is being processed; the base scenario's
+queue parameters first. Crashes and duplicates address a delivery by its number over the
+run, so removing an account can move a fault to another job: shrinking keeps the failure,
+not always the same job.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from sim.scenario import Scenario
 # job is in flight (store calls take about a millisecond each), then around, then well before
 STEP_OFFSETS_S = (0.002, 0.0, 0.001, 0.003, 0.005, 0.01, -1.0, 1.0, -60.0, 30.0, 120.0, 600.0)
 CRASH_PHASES = ("after_commit", "during_ack", "before_call", "after_call")
+# the reference's calls: get, was_applied, apply_once, add_once; the writes first, so a crash
+# shrinks toward the write (and the commit after it)
+CRASH_CALLS = (2, 3, 1, 0, 4)
 STEP_KINDS = ("renew", "extend", "delete", "resubscribe")
 
 
@@ -51,7 +57,7 @@ def fault_schedules(n_deliveries: int, instants: list[float], cron: bool):
     scenario tables (dicts). ``instants`` are times worth aiming at (the deadlines)."""
     at = st.sampled_from(instants)
     crash = st.builds(lambda d, p, c: {"delivery": d, "phase": p, "call": c},
-                      st.integers(1, n_deliveries), st.sampled_from(CRASH_PHASES), st.integers(0, 4))
+                      st.integers(1, n_deliveries), st.sampled_from(CRASH_PHASES), st.sampled_from(CRASH_CALLS))
     spike = st.builds(lambda a, d, f: {"at_s": a, "duration_s": d, "factor": f},
                       at, st.sampled_from((10.0, 100.0)), st.sampled_from((10_000.0, 100.0)))
     deployment = st.builds(lambda a, d: {"at_s": a, "worker_down_s": d}, at, st.sampled_from((1.0, 10.0)))

@@ -172,6 +172,8 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                 step = attempt.step()
             state.attempt = None
             error = step.error
+            if isinstance(error, ProcessorHung):
+                raise error
             if error is None and unit_of_work:
                 latency = _latency(world, rng)  # the commit's round trip
                 if latency:

@@ -22,7 +22,6 @@ from model.store_api import DbOptions, OutboxEvent
 from model.stores import open_database
 from sim.faults import FaultPlan, fault_injector
 from sim.history import History, Record
-from sim.interleave import STEP_BUDGET_S
 from sim.outbox_relay import OutboxRelay
 from sim.queue import Queue
 from sim.processor_ref import load_processor
@@ -71,16 +70,14 @@ class World:
     the scenario names, the reference ``model.process`` unless it says otherwise); ``db_path`` is the SQLite file (a temporary one by
     default); ``progress`` is called with the virtual time now and then; ``workload`` is an
     explicit plan (initial deadline by account id, sorted lifecycle steps) instead of the one
-    drawn from the scenario's ``[workload]`` table; ``step_budget_s`` the wall-clock time the
-    processor may run between two store calls before ``ProcessorHung`` ends the run;
-    ``stop_on_processor_error`` ends the run at the processor's first error of its own. Raises
+    drawn from the scenario's ``[workload]`` table. ``run.step_budget_s`` and
+    ``run.stop_on_processor_error`` of the scenario govern a misbehaving processor. Raises
     ValueError (from the stores) for an impossible store configuration and ``ScenarioError``
     for a processor reference that cannot be loaded."""
 
     def __init__(self, scenario: Scenario, processor: Callable | None = None,
                  db_path: str | Path | None = None, progress: Callable[[float], None] | None = None,
-                 workload: tuple[dict[str, float], list[LifecycleOp]] | None = None,
-                 step_budget_s: float = STEP_BUDGET_S, stop_on_processor_error: bool = False) -> None:
+                 workload: tuple[dict[str, float], list[LifecycleOp]] | None = None) -> None:
         self.scenario = scenario
         self.processor = processor if processor is not None else load_processor(scenario.processor)
         self.progress = progress
@@ -106,8 +103,8 @@ class World:
         self.renewals = Renewals(self, ops)
         self.relay = OutboxRelay(self, stream(seed, "outbox-relay"))
         self.workers: list[simpy.Process] = []
-        self.step_budget_s = step_budget_s
-        self.stop_on_processor_error = stop_on_processor_error
+        self.step_budget_s = scenario.run.step_budget_s
+        self.stop_on_processor_error = scenario.run.stop_on_processor_error
         self._stopped = False
         self.processor_errors: list[tuple[float, str, int, str]] = []  # (time, worker, message id, traceback)
         self.busy: set[str] = set()  # workers holding a delivery (only its size is read)

@@ -24,9 +24,9 @@ def test_each_known_bad_candidate_is_caught_with_its_invariant(name):
 
 
 def test_the_reference_design_survives_the_search_and_every_hazard_window_is_hit():
-    report = run_check(process, base_scenario(), max_examples=300, seed=0)
+    report = run_check(process, base_scenario(), max_examples=500, seed=0)
     assert report.findings == {}
-    assert report.examples == 300
+    assert report.examples == 500
     assert report.uncovered == [], dict(report.coverage)
     assert all(report.phases[p] > 0 for p in ("before_call", "after_call", "after_commit", "during_ack"))
     assert set(report.coverage) == {name for name, _ in HAZARDS}

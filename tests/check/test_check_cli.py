@@ -13,7 +13,7 @@ def test_the_reference_passes_and_reports_coverage(tmp_path, capsys):
     assert main(["check", "--max-examples", "40", "--no-database", "--out", str(tmp_path / "c")]) == 0
     out = capsys.readouterr().out
     assert out.startswith("acksim check: model.processor:process (ack after_commit, unit_of_work, memory serializable")
-    assert "examples: 40 in " in out and "crash phases covered: before_call" in out
+    assert "examples run (shrinking included): 40 in " in out and "crash phases covered: before_call" in out
     assert "crash_after_commit_before_ack" in out and "PASS: no violation in 40 examples" in out
     assert not (tmp_path / "c").exists() or not any((tmp_path / "c").iterdir())
 

@@ -9,8 +9,9 @@ from sim.check import base_scenario, run_example
 from sim.scenario import Scenario
 
 
-def one_account(**faults):
+def one_account(budget_s=5.0, **faults):
     data = base_scenario().model_dump(exclude_none=True)
+    data["run"]["step_budget_s"] = budget_s
     data["plan"] = {"accounts": [{"account_id": "a1", "deadline_s": 10.0}], "steps": []}
     data["faults"].update(faults)
     return Scenario.model_validate(data)
@@ -36,6 +37,18 @@ def sleeps_a_minute(job, accounts, cleanup_store, outbox):
     process(job, accounts, cleanup_store, outbox)
 
 
+def exits(job, accounts, cleanup_store, outbox):
+    raise SystemExit(0)
+
+
+def loops_on_its_stores(job, accounts, cleanup_store, outbox):
+    while True:
+        try:
+            accounts.get(job.account_id)
+        except Exception:  # noqa: BLE001
+            pass
+
+
 def raises(job, accounts, cleanup_store, outbox):
     accounts.get(job.account_id)
     raise KeyError("no such region")
@@ -50,7 +63,7 @@ def test_a_processor_that_swallows_its_crash_is_reported_and_left_suspended():
 
 def test_a_processor_that_never_returns_is_cut_at_its_wall_clock_budget():
     started = time.monotonic()
-    result = run_example(one_account(), spins, step_budget_s=0.5)
+    result = run_example(one_account(budget_s=0.5), spins)
     assert time.monotonic() - started < 10
     assert result.failures == ("processor_hung",)
     assert "ran over 0.5 s of wall-clock time" in result.errors[-1]
@@ -75,6 +88,26 @@ def test_an_exception_of_the_processor_is_a_finding_with_its_traceback():
 
 @pytest.mark.parametrize("processor", [swallows_its_crash, spins, raises])
 def test_the_harness_keeps_working_after_a_misbehaving_processor(processor):
-    run_example(one_account(crashes=[{"delivery": 1, "phase": "after_call", "call": 0}]), processor,
-                step_budget_s=0.3)
+    run_example(one_account(budget_s=0.3, crashes=[{"delivery": 1, "phase": "after_call", "call": 0}]), processor)
     assert run_example(one_account(), process).failures == ()
+
+
+def test_sys_exit_in_a_processor_is_a_finding_not_the_end_of_the_harness():
+    result = run_example(one_account(), exits)
+    assert result.failures == ("processor_error",) and "SystemExit: 0" in result.errors[0]
+
+
+def test_a_processor_looping_on_its_stores_is_reported_as_hung():
+    result = run_example(one_account(), loops_on_its_stores)
+    assert result.failures == ("processor_hung",)
+    assert "made over 10000 store calls in one attempt" in result.errors[-1]
+
+
+@pytest.mark.parametrize("length, error", [(-1, "ValueError"), (float("nan"), "ValueError"),
+                                           (float("inf"), "OverflowError")])
+def test_virtual_sleep_refuses_what_time_sleep_refuses(length, error):
+    def sleeper(job, accounts, cleanup_store, outbox):
+        time.sleep(length)
+
+    result = run_example(one_account(), sleeper)
+    assert result.failures == ("processor_error",) and error in result.errors[0]
