@@ -41,10 +41,24 @@ def no_renewed_check(job: CleanupJob, accounts, cleanup_store, outbox) -> None:
                     account_id=job.account_id, cleanup_version=job.cleanup_version)
 
 
+def no_missing_account_check(job: CleanupJob, accounts, cleanup_store, outbox) -> None:
+    """The reference without the "account gone" case: a job for a deleted account raises
+    ``AttributeError`` (an unexpected exception of the processor's own)."""
+    account = accounts.get(job.account_id)
+    if account.cleanup_version != job.cleanup_version or account.renewed:
+        return
+    if cleanup_store.was_applied(job.account_id, job.cleanup_version):
+        return
+    cleanup_store.apply_once(account_id=job.account_id, cleanup_version=job.cleanup_version)
+    outbox.add_once(event_key=reminder_event_key(job.account_id, job.cleanup_version),
+                    account_id=job.account_id, cleanup_version=job.cleanup_version)
+
+
 @dataclass(frozen=True)
 class Candidate:
     """A design under review: ``processor``, the scenario ``design`` options it needs
-    (section -> {key: value}), the invariant it ``breaks`` (None: it should hold) and why."""
+    (section -> {key: value}), the invariant it ``breaks`` ("processor_error" for an
+    exception of its own; None: it should hold) and why."""
 
     processor: Callable
     breaks: str | None
@@ -71,6 +85,8 @@ CANDIDATES: dict[str, Candidate] = {
         "was_applied then apply_once with no unique key: two concurrent deliveries both insert",
         {"stores": {"backend": "memory", "isolation": "read_committed", "unique_markers": False,
                     "unique_outbox_keys": False}}),
+    "no-missing-account-check": Candidate(
+        no_missing_account_check, "processor_error", "a job for a deleted account raises instead of doing nothing"),
     "read-committed": Candidate(
         process, "no_cleanup_after_renewal",
         "read committed isolation: a renewal committing between the read and the write goes unseen",

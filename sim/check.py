@@ -240,7 +240,7 @@ def replay_text(scenario: Scenario, result: ExampleResult, processor_ref: str) -
     data = scenario.model_dump(exclude_none=True)
     data["processor"] = processor_ref
     data["expect"] = {
-        "violated": [n for n in result.failures if n not in ("processor_error", "processor_hung")],
+        "violated": [n for n, v in result.verdicts.items() if not v["holds"]],  # as `run` will judge it
         "processor_error": "processor_error" in result.failures or "processor_hung" in result.failures,
         "history_sha256": history_digest(result.history),
     }
