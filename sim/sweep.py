@@ -108,15 +108,10 @@ def run_one(spec: RunSpec) -> dict:
     figure (value and met), every invariant verdict, ``passed`` and a few counts. A pure
     function of ``spec`` (picklable, for process pools and Dask workers)."""
     from sim.summary import build_summary, passed
-    from sim.world import World
+    from sim.world import simulate
 
     scenario = parse(spec.scenario, f"run {spec.run}")
-    world = World(scenario)
-    try:
-        outcome = world.run()
-    finally:
-        world.close()
-    summary = build_summary(scenario, outcome)
+    summary = build_summary(scenario, simulate(scenario))
     row: dict = {"run": spec.run, "point": spec.point, "seed": spec.seed, **dict(spec.params)}
     for name, v in summary["slo"].items():
         row[name] = v["value"]

@@ -218,3 +218,13 @@ class World:
         self.db.close()
         if self._tmp is not None:
             self._tmp.cleanup()
+
+
+def simulate(scenario: Scenario, processor: Callable | None = None) -> Outcome:
+    """Run ``scenario`` to the end in a fresh ``World`` (with ``processor``, or the one the
+    scenario names) and close it; returns the history and final state. Raises as ``World``."""
+    world = World(scenario, processor)
+    try:
+        return world.run()
+    finally:
+        world.close()

@@ -9,7 +9,7 @@ from sim.check import history_digest
 from sim.check_cli import replay_verdict
 from sim.scenario import load
 from sim.summary import build_summary
-from sim.world import World
+from sim.world import simulate
 
 CORPUS = sorted((Path(__file__).resolve().parents[1] / "corpus").glob("*.toml"))
 
@@ -26,11 +26,7 @@ def test_the_corpus_holds_a_counterexample_of_every_known_bad_candidate():
 def test_each_counterexample_replays_record_for_record(path):
     scenario = load(path)
     assert scenario.expect is not None and (scenario.expect.violated or scenario.expect.processor_error)
-    world = World(scenario)
-    try:
-        outcome = world.run()
-    finally:
-        world.close()
+    outcome = simulate(scenario)
     summary = build_summary(scenario, outcome)
     assert history_digest(outcome.history) == scenario.expect.history_sha256
     assert replay_verdict(scenario, outcome.history, summary).startswith("replay: reproduced")

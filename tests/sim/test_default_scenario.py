@@ -5,16 +5,12 @@ with non-trivial recovery times. (About 15 s: the one slow test of the suite.)""
 from sim.cli import DEFAULT_SCENARIO
 from sim.scenario import load
 from sim.summary import build_summary, passed
-from sim.world import World
+from sim.world import simulate
 
 
 def test_the_default_scenario_passes_with_hundreds_of_crashes_in_every_phase():
     scenario = load(DEFAULT_SCENARIO)
-    world = World(scenario)
-    try:
-        outcome = world.run()
-    finally:
-        world.close()
+    outcome = simulate(scenario)
     summary = build_summary(scenario, outcome)
     c, slo = summary["counts"], summary["slo"]
     assert c["accounts"] == 20_000 and c["jobs"] > 20_000
