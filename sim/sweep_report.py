@@ -17,6 +17,7 @@ from sim.slo import FIGURES
 
 def point_summary(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     """One row per grid point: the parameters, ``runs``, ``all_passed`` and, per SLO figure,
+    ``<figure>_met`` (its threshold met in every replication; None without a threshold),
     ``<figure>_mean``, ``_ci_low``, ``_ci_high`` (Student t, 95 %, over replications; the
     interval collapses to the mean for a single replication)."""
     out = []
@@ -26,6 +27,9 @@ def point_summary(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
         for fig in FIGURES:
             if fig not in group:
                 continue
+            if f"{fig}_met" in group:  # the threshold met in every replication (empty: no threshold)
+                met = group[f"{fig}_met"].dropna()
+                rec[f"{fig}_met"] = bool(met.astype(bool).all()) if len(met) else None
             values = pd.to_numeric(group[fig], errors="coerce").dropna().to_numpy(dtype=float)
             mean = float(values.mean()) if values.size else np.nan
             half = (float(stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1) / np.sqrt(values.size))
@@ -70,8 +74,8 @@ def plot_figure(summary: pd.DataFrame, figure: str, x: str, others: list[str], t
 
 def write_sweep_report(out: Path, rows: pd.DataFrame, params: list[str], cost: str,
                        thresholds: dict[str, float], sweep_id: str) -> dict:
-    """Write runs.csv (sorted), runs.parquet, summary.csv, sweep.json and plots/*.png into
-    ``out``; returns the sweep.json content (``sweep_id``, ``runs``, ``points``,
+    """Write runs.csv (sorted), runs.parquet, summary.csv, sweep.json and one plot per SLO
+    figure (plots/<figure>.png) into ``out``; returns the sweep.json content (``sweep_id``, ``runs``, ``points``,
     ``thresholds``, ``cheapest``)."""
     rows = rows.sort_values("run").reset_index(drop=True)
     rows.assign(sweep_id=sweep_id).to_csv(out / "runs.csv", index=False)
@@ -80,7 +84,7 @@ def write_sweep_report(out: Path, rows: pd.DataFrame, params: list[str], cost: s
     summary.to_csv(out / "summary.csv", index=False)
     plots = out / "plots"
     plots.mkdir(exist_ok=True)
-    for figure in sorted(set(thresholds) | {"end_to_end_p99_s", "recovery_time_p99_s", "throughput_per_s"}):
+    for figure in FIGURES:
         (plots / f"{figure}.png").write_bytes(
             plot_figure(summary, figure, params[0], params[1:], thresholds.get(figure)))
     result = {"sweep_id": sweep_id, "runs": int(len(rows)), "points": int(len(summary)),
