@@ -47,7 +47,7 @@ def worker(world, name: str, processor: Callable, rng: random.Random):
     Runs forever; the world stops the simulation. ``rng`` is this worker's own random stream
     (store latencies and crash draws).
     """
-    env, queue, cfg = world.env, world.queue, world.scenario.workers
+    env, queue = world.env, world.queue
     session = world.db.session()
     state = _State()
     while True:

@@ -1,8 +1,5 @@
 """``acksim check`` on the command line: exit codes, output, replay files, bad input."""
 
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 

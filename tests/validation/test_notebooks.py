@@ -1,7 +1,6 @@
 """Both notebooks execute top to bottom on small settings, and are committed without outputs."""
 
 import json
-import os
 from pathlib import Path
 
 import pytest
