@@ -45,7 +45,8 @@ CHECK_BASE: dict = {
     "run": {"idle_check_s": 1.0, "max_time_s": 3_600.0, "max_records": 50_000, "step_budget_s": 5.0,
             "stop_on_processor_error": True},
 }
-FINDINGS = tuple(name for name, _ in INVARIANTS) + ("processor_error", "processor_hung")
+PROCESSOR_FINDINGS = ("processor_error", "processor_hung")  # the processor's own misbehaviour
+FINDINGS = tuple(name for name, _ in INVARIANTS) + PROCESSOR_FINDINGS
 
 
 def base_scenario(scenario: Scenario | None = None, design: dict | None = None) -> Scenario:

@@ -11,14 +11,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from sim.check import base_scenario, history_digest, replay_text, run_check, schedule, timeline
+from sim.check import PROCESSOR_FINDINGS, base_scenario, history_digest, replay_text, run_check, schedule, timeline
 from sim.hazards import HAZARDS
 from sim.outdir import UsageError, check_out_dir, safe_name
 from sim.processor_ref import load_processor
 from sim.report.plots.counterexample import plot_counterexample
 from sim.scenario import load
 
-_DESIGN_FLAGS = (  # (flag, scenario section, key, choices)
+DESIGN_FLAGS = (  # (flag, scenario section, key, choices)
     ("--ack-policy", "workers", "ack_policy", ("after_commit", "before_processing")),
     ("--transaction-scope", "workers", "transaction_scope", ("unit_of_work", "autocommit")),
     ("--isolation", "stores", "isolation", ("serializable", "read_committed")),
@@ -39,7 +39,7 @@ def add_check_parser(sub) -> None:
                                                        "options) from model.candidates; see README")
     p.add_argument("--max-examples", type=int, default=500, help="examples to try, 1 .. 1,000,000 (default 500)")
     p.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
-    for flag, _section, _key, choices in _DESIGN_FLAGS:
+    for flag, _section, _key, choices in DESIGN_FLAGS:
         p.add_argument(flag, choices=choices, help="design option (default: the base scenario's)")
     p.add_argument("--out", default="reports/check", help="folder for replay files (default reports/check)")
     p.add_argument("--save-corpus", metavar="DIR", help="also save each counterexample's replay file here")
@@ -66,7 +66,7 @@ def cmd_check(args) -> int:
         candidate = CANDIDATES[args.candidate]
         design = {k: dict(v) for k, v in candidate.design.items()}
         ref = ref or f"{candidate.processor.__module__}:{candidate.processor.__name__}"
-    for flag, section, key, _choices in _DESIGN_FLAGS:
+    for flag, section, key, _choices in DESIGN_FLAGS:
         value = getattr(args, flag[2:].replace("-", "_"))
         if value is not None:
             design.setdefault(section, {})[key] = {"on": True, "off": False}.get(value, value)
@@ -118,7 +118,7 @@ def render_findings(report, replay_paths: list[Path]) -> list[str]:
     for (name, (scenario, result)), path in zip(report.findings.items(), replay_paths):
         lines.append(f"\nFOUND {name}: {', '.join(result.failures)}")
         for kind, verdict in result.verdicts.items():
-            if not verdict["holds"] and name not in ("processor_error", "processor_hung"):
+            if not verdict["holds"] and name not in PROCESSOR_FINDINGS:
                 lines.append(f"  {kind}: {verdict['violations']} violation(s); first: {verdict['example']}")
         if result.errors:
             lines.append("  the processor's own error:\n    " + result.errors[0].rstrip().replace("\n", "\n    "))

@@ -44,6 +44,13 @@ class Record:
 
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Record))
 
+# records that carry an account's new committed state (cleanup_version, deadline; "renewed"
+# for a renewal, or detail "renewed" on a processor's own account write)
+ACCOUNT_STATE_KINDS = frozenset({"account_created", "renewed", "extended", "term_rolled_over", "resubscribed",
+                                 "account_updated"})
+# the players' lifecycle commits after an account exists
+LIFECYCLE_KINDS = frozenset({"renewed", "extended", "term_rolled_over", "resubscribed", "account_deleted"})
+
 KINDS: tuple[str, ...] = (
     # queue
     "published", "publish_refused", "deduplicated", "delivered", "acked", "ack_stale",

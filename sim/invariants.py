@@ -11,11 +11,10 @@ from collections import Counter
 from typing import Callable, Sequence
 
 from model.job import reminder_event_key
-from sim.history import Record
+from sim.history import ACCOUNT_STATE_KINDS, Record
 from sim.world import FinalState
 
-_ACCOUNT_KINDS = frozenset({"account_created", "renewed", "extended", "term_rolled_over", "resubscribed",
-                            "account_updated"})
+_ACCOUNT_KINDS = ACCOUNT_STATE_KINDS
 
 
 class AccountReplay:

@@ -21,8 +21,6 @@ from typing import Callable
 import pytest
 from hypothesis import settings
 
-_DESIGN_KEYS = {"ack_policy": "workers", "transaction_scope": "workers", "isolation": "stores",
-                "backend": "stores", "unique_markers": "stores", "unique_outbox_keys": "stores"}
 
 
 @pytest.fixture
@@ -37,21 +35,22 @@ def acksim_check(request):
     (a processor of the wrong shape, or one no replay file could name: a lambda or a local
     function)."""
     from sim.check import base_scenario, run_check
-    from sim.check_cli import absolute_ref, describe, render_findings, save_findings
+    from sim.check_cli import DESIGN_FLAGS, absolute_ref, describe, render_findings, save_findings
     from sim.processor_ref import check_processor, load_processor, reference_of
     from sim.scenario import ScenarioError, load
 
     root = Path(request.config.rootpath)
+    design_keys = {key: section for _flag, section, key, _choices in DESIGN_FLAGS}  # key -> scenario table
 
     def check(processor: Callable | str, *, scenario: str | None = None, max_examples: int | None = None,
               seed: int = 0, **design):
-        unknown = set(design) - set(_DESIGN_KEYS)
+        unknown = set(design) - set(design_keys)
         if unknown:
             raise ScenarioError(f"acksim_check: unknown design option(s) {sorted(unknown)}; "
-                                f"allowed: {', '.join(_DESIGN_KEYS)}")
+                                f"allowed: {', '.join(design_keys)}")
         sections: dict = {}
         for key, value in design.items():
-            sections.setdefault(_DESIGN_KEYS[key], {})[key] = value
+            sections.setdefault(design_keys[key], {})[key] = value
         if isinstance(processor, str):
             ref, fn = absolute_ref(processor), load_processor(processor)
         else:

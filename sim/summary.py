@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Sequence
 
 from sim.faults import PHASES
-from sim.history import Record
+from sim.history import LIFECYCLE_KINDS, Record
 from sim.invariants import AccountReplay, check_all
 from sim.scenario import Scenario
 from sim.slo import evaluate, figures
@@ -55,7 +55,7 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
     return out
 
 
-_LIFECYCLE = frozenset({"renewed", "extended", "term_rolled_over", "resubscribed", "account_deleted"})
+_LIFECYCLE = LIFECYCLE_KINDS
 # an attempt ends at its commit or rollback; under autocommit, at its ack, nack, error or crash
 _ATTEMPT_ENDS = frozenset({"tx_committed", "tx_rolled_back", "crashed", "processor_error", "acked",
                            "ack_stale", "nacked"})

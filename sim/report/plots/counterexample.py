@@ -12,13 +12,13 @@ from typing import Sequence
 
 from matplotlib.lines import Line2D
 
-from sim.history import Record
+from sim.history import LIFECYCLE_KINDS, Record
 from sim.report.plots._canvas import new_figure, note, to_png
 from sim.report.plots.timeline import OUTCOME_COLORS, natural_key
 from sim.series import attempt_spans
 
 MAX_RECORDS = 3000
-_LIFECYCLE = {"renewed", "extended", "term_rolled_over", "resubscribed", "account_deleted", "account_updated"}
+_LIFECYCLE = LIFECYCLE_KINDS | {"account_updated"}
 # (lane, marker, color, label) per record kind
 _MARKS = {
     "published": ("queue", "|", "black", "published"),
