@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 SCENARIO ?= scenarios/game-renewal.toml
 OUT ?= reports/game-renewal
 
-.PHONY: setup run test bench notebooks clean
+.PHONY: setup run test test-nightly bench notebooks clean
 
 setup: $(VENV)/.installed
 
@@ -20,6 +20,10 @@ run: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# The nightly strength: Hypothesis's large profile and the long queueing-theory runs (the M/M/c runs alone take about 17 minutes on 2 cores).
+test-nightly: setup
+	HYPOTHESIS_PROFILE=nightly $(BIN)/python -m pytest -q -s
 
 bench: setup
 	$(BIN)/python benchmarks/throughput.py

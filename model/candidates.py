@@ -54,6 +54,18 @@ def no_missing_account_check(job: CleanupJob, accounts, cleanup_store, outbox) -
                     account_id=job.account_id, cleanup_version=job.cleanup_version)
 
 
+def naive(job: CleanupJob, accounts, cleanup_store, outbox) -> None:
+    """The naive processor of the incident scenarios: it sends the reminder before anything
+    else (under its autocommit design the outbox row is out at once, a side effect before
+    the commit) and never checks the cleanup marker, so every run of a job reminds again."""
+    account = accounts.get(job.account_id)
+    if account is None or account.cleanup_version != job.cleanup_version or account.renewed:
+        return
+    outbox.add_once(event_key=reminder_event_key(job.account_id, job.cleanup_version),
+                    account_id=job.account_id, cleanup_version=job.cleanup_version)
+    cleanup_store.apply_once(account_id=job.account_id, cleanup_version=job.cleanup_version)
+
+
 @dataclass(frozen=True)
 class Candidate:
     """A design under review: ``processor``, the scenario ``design`` options it needs
@@ -87,6 +99,11 @@ CANDIDATES: dict[str, Candidate] = {
                     "unique_outbox_keys": False}}),
     "no-missing-account-check": Candidate(
         no_missing_account_check, "processor_error", "a job for a deleted account raises instead of doing nothing"),
+    "naive": Candidate(
+        naive, "at_most_once_effect",
+        "reminder first, each call committed alone, no marker check and no unique keys: every run reminds",
+        {"workers": {"transaction_scope": "autocommit"},
+         "stores": {"unique_markers": False, "unique_outbox_keys": False}}),
     "read-committed": Candidate(
         process, "no_cleanup_after_renewal",
         "read committed isolation: a renewal committing between the read and the write goes unseen",

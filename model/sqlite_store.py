@@ -108,7 +108,7 @@ def _account(row: tuple) -> Account:
     return Account(account_id, version, bool(renewed), _EPOCH + timedelta(microseconds=deadline_us))
 
 
-def _translate(exc: sqlite3.Error) -> Exception:
+def translate_error(exc: sqlite3.Error) -> Exception:
     """The ``model.errors`` exception for a sqlite3 error, or ``exc`` itself if none applies."""
     code = getattr(exc, "sqlite_errorcode", None)
     if code == _SQLITE_BUSY_SNAPSHOT:
@@ -249,13 +249,13 @@ class SqliteSession:
         try:
             return self._conn.execute(sql, params)
         except sqlite3.Error as exc:
-            raise _translate(exc) from exc
+            raise translate_error(exc) from exc
 
     def _rows(self, sql: str, params: tuple = ()) -> list[tuple]:
         try:
             return self._conn.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            raise _translate(exc) from exc
+            raise translate_error(exc) from exc
 
     def _logged(self, write: Write) -> None:
         (self._log if self._in_tx else self._auto).append(write)

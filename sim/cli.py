@@ -1,4 +1,5 @@
-"""The command line: ``acksim run [SCENARIO] [--seed N] [--out DIR]``.
+"""The command line: ``acksim run [SCENARIO] [--seed N] [--out DIR]``, and the ``check``,
+``sweep``, ``compare`` and ``presets`` commands.
 
 Exit codes (fixed, docs/DESIGN.md): 0 every invariant holds and every SLO threshold is met; 1 an
 invariant is violated or a threshold missed; 2 bad input (scenario, arguments), reported as
@@ -16,6 +17,7 @@ from pathlib import Path
 
 from sim.outdir import UsageError, check_out_dir, safe_name
 from sim.check_cli import add_check_parser, cmd_check, replay_verdict
+from sim.compare_cli import add_compare_parser, cmd_compare
 from sim.sweep_cli import add_sweep_parser, cmd_sweep
 from sim.interleave import ProcessorHung
 from sim.processor_ref import load_processor
@@ -42,7 +44,23 @@ def _parser() -> argparse.ArgumentParser:
                           "(default: the scenario's processor, the reference model.processor:process)")
     add_check_parser(sub)
     add_sweep_parser(sub)
+    add_compare_parser(sub)
+    presets = sub.add_parser("presets", help="list the queue and scheduler presets, or show one")
+    presets.add_argument("name", nargs="?", help="a preset to show with every default and its source")
     return p
+
+
+def cmd_presets(args) -> int:
+    """Print the presets, or one preset's defaults with their sources; returns the exit code."""
+    from sim.presets import PRESETS, listing
+
+    if args.name is None:
+        print(listing())
+    elif args.name in PRESETS:
+        print(PRESETS[args.name].doc)
+    else:
+        raise UsageError(f"presets: unknown preset {args.name!r}; allowed: {', '.join(PRESETS)}")
+    return 0
 
 
 def _progress_bar(total: float):
@@ -71,6 +89,8 @@ def cmd_run(args) -> int:
     from sim.world import World
 
     scenario = with_overrides(load(args.scenario), seed=args.seed)
+    if scenario.fanout.updates:
+        return _run_fanout(scenario, args)
     processor = load_processor(args.processor or scenario.processor, "--processor" if args.processor else "processor")
     out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
     check_out_dir(out)
@@ -107,6 +127,34 @@ def cmd_run(args) -> int:
     return 0 if ok else 1
 
 
+def _run_fanout(scenario, args) -> int:
+    """``acksim run`` of a scenario with a ``[fanout]`` table: the shipment fan-out design."""
+    from sim.fanout import FANOUT_PARAMS, FanoutWorld, build_fanout_summary
+    from sim.report import write_report
+    from sim.summary import passed
+
+    ref, field = (args.processor, "--processor") if args.processor else (scenario.fanout.processor, "fanout.processor")
+    processor = load_processor(ref, field, FANOUT_PARAMS)
+    out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
+    check_out_dir(out)
+    world = FanoutWorld(scenario, processor)
+    try:
+        outcome = world.run()
+    finally:
+        world.close()
+    summary = build_fanout_summary(scenario, outcome)
+    write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})")
+    ok = passed(summary)
+    broken = [n for n, v in summary["invariants"].items() if not v["holds"]]
+    missed = [n for n, v in summary["slo"].items() if v["met"] is False]
+    c = summary["counts"]
+    print(f"{'PASS' if ok else 'FAIL'}: {scenario.name} seed {scenario.seed}: {c['updates']} updates x "
+          f"{scenario.fanout.subscribers} subscribers, {c['updates_completed']} complete, {c['crashes']} crashes, "
+          f"invariants violated: {', '.join(broken) or 'none'}; SLOs missed: {', '.join(missed) or 'none'}; "
+          f"report: {out}")
+    return 0 if ok else 1
+
+
 def _terminate(signum, frame):
     raise KeyboardInterrupt
 
@@ -128,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_check(args)
         if args.command == "sweep":
             return cmd_sweep(args)
+        if args.command == "compare":
+            return cmd_compare(args)
+        if args.command == "presets":
+            return cmd_presets(args)
     except (ScenarioError, UsageError) as exc:
         print(f"acksim: error: {exc}", file=sys.stderr)
         return 2

@@ -16,6 +16,8 @@ import simpy
 from sim.scenario import CrashPhase, Faults
 
 PHASES: tuple[str, ...] = get_args(CrashPhase)  # before_call, after_call, after_commit, during_ack
+# crashes that come from outside the fault plan's draws
+EXTERNAL_PHASES: tuple[str, ...] = ("deployment", "killed", "poison")
 
 
 class FaultPlan:
@@ -52,3 +54,15 @@ def fault_injector(world, deployments) -> "simpy.events.ProcessGenerator":
                 proc.interrupt(("deployment", dep.worker_down_s))
             yield env.timeout(dep.worker_down_s)
             yield env.timeout(0)  # let the worker's own restart at this instant come first
+
+
+def killer(world, kills) -> "simpy.events.ProcessGenerator":
+    """SimPy process: hard kills. At each kill's ``at_s`` worker number ``worker`` is
+    interrupted wherever it is (cause "killed") and stays down ``down_s``."""
+    env = world.env
+    for kill in sorted(kills, key=lambda k: (k.at_s, k.worker)):
+        if kill.at_s > env.now:
+            yield env.timeout(kill.at_s - env.now)
+        world.history.record("worker_killed", "fault-injector", detail=f"worker-{kill.worker} down_s={kill.down_s:g}")
+        if kill.worker <= len(world.workers) and world.workers[kill.worker - 1].is_alive:
+            world.workers[kill.worker - 1].interrupt(("killed", kill.down_s))

@@ -55,9 +55,10 @@ KINDS: tuple[str, ...] = (
     # queue
     "published", "publish_refused", "deduplicated", "delivered", "acked", "ack_stale",
     "nacked", "visibility_expired", "dead_lettered", "redriven", "retention_expired",
+    "dropped", "trimmed",
     # workers
     "attempt_started", "crashed", "restarted", "tx_committed", "tx_rolled_back",
-    "processor_error",
+    "processor_error", "lease_lost",
     # committed effects (ground truth from the stores' write log)
     "cleanup_applied", "outbox_added",
     # account lifecycle (committed account state; cleanup_version and deadline are the new ones)
@@ -67,6 +68,9 @@ KINDS: tuple[str, ...] = (
     "reminder_sent", "reminder_duplicate", "reminder_failed", "reminder_retry",
     # scheduler and operator
     "cron_run_started", "cron_run_finished", "cron_run_skipped", "deployment_started",
+    "scheduler_crashed", "worker_killed",
+    # the shipment fan-out design (sim.fanout)
+    "send", "subscriber_effect", "subscriber_duplicate", "delivery_recorded", "update_completed",
 )
 
 

@@ -67,9 +67,10 @@ class StoreCall:
 
 @dataclass(frozen=True, slots=True)
 class Finished:
-    """The processor returned (``error`` None) or raised ``error`` (an Exception)."""
+    """The processor returned ``value`` (``error`` None) or raised ``error`` (an Exception)."""
 
     error: BaseException | None = None
+    value: Any = None
 
 
 class _StoreProxy:
@@ -98,7 +99,8 @@ class _StoreProxy:
 
 
 class Attempt:
-    """One run of ``processor(job, accounts, cleanup_store, outbox)`` in its own greenlet.
+    """One run of ``processor(job, *stores.values())`` in its own greenlet (the cleanup
+    design: ``processor(job, accounts, cleanup_store, outbox)``).
 
     Lifecycle: ``step()`` runs the processor until its next store call boundary and returns
     a ``StoreCall`` or, at the end, ``Finished``; call ``step()`` again to continue. After
@@ -119,12 +121,12 @@ class Attempt:
     @staticmethod
     def _body(processor: Callable, job: Any, proxies: dict[str, Any]) -> Finished:
         try:
-            processor(job, proxies["accounts"], proxies["cleanup_store"], proxies["outbox"])
+            value = processor(job, *proxies.values())  # the stores in the order given
         except (Abandoned, KeyboardInterrupt):
             raise  # the harness's own unwinding, and Ctrl-C (or the watchdog)
         except BaseException as exc:  # noqa: BLE001 - SystemExit, GeneratorExit...: the processor's result
             return Finished(exc)
-        return Finished()
+        return Finished(value=value)
 
     def begin_call(self, store: str, method: str) -> int:
         """Called inside the greenlet before a store call; returns the call's index. Raises

@@ -140,8 +140,14 @@ def no_lost_work(history: Sequence[Record], final: FinalState) -> list[dict]:
             dlq_keys.add(key)
         elif r.kind == "retention_expired":
             why_gone.setdefault(key, f"message {r.message_id} dropped by retention")
+        elif r.kind == "dropped":
+            why_gone.setdefault(key, f"message {r.message_id} dropped at its {r.detail} (no dead-letter target)")
+        elif r.kind == "trimmed":
+            why_gone.setdefault(key, f"message {r.message_id} trimmed by the length cap while {r.detail}")
         elif r.kind == "publish_refused":
             why_gone.setdefault(key, f"publish refused: {r.detail}")
+        elif r.kind == "delivered" and r.detail == "pop_on_fetch":
+            why_gone.setdefault(key, f"message {r.message_id} popped on fetch (no redelivery) and never applied")
         elif r.kind in ("published", "delivered") and r.message_id in in_flight:
             why_gone[key] = f"message {r.message_id} still in flight at the end"
         elif r.kind in ("acked", "ack_stale"):

@@ -15,6 +15,10 @@ import random
 from model.errors import ConflictError
 
 
+MARK_RETRIES = 100
+MARK_RETRY_S = 0.01
+
+
 class MailProvider:
     """The external provider. With ``idempotent`` it remembers the keys it has accepted and
     drops a resend; without, it sends every request it gets."""
@@ -72,7 +76,19 @@ class OutboxRelay:
                     else:
                         first = self.provider.send(ev.event_key, env.now)
                         history.record("reminder_sent" if first else "reminder_duplicate", "mail-provider", **fields)
-                        outbox.mark_sent(ev.event_key)
+                        yield from self._mark_sent(ev.event_key)
                 except ConflictError:
                     pass  # a worker holds the write lock: the event stays pending for the next poll
                 self.session.take_autocommitted()  # the relay's own writes need no record
+
+    def _mark_sent(self, event_key: str):
+        """Record a send that happened: a worker holding the write lock delays the mark, it
+        does not undo it (retried every ``MARK_RETRY_S`` up to ``MARK_RETRIES`` times; then
+        the event stays pending and the next poll sends it again, which only an idempotent
+        provider absorbs)."""
+        for _ in range(MARK_RETRIES):
+            try:
+                self.session.outbox.mark_sent(event_key)
+                return
+            except ConflictError:
+                yield self.world.env.timeout(MARK_RETRY_S)

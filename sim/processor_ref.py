@@ -21,11 +21,14 @@ from sim.scenario import ScenarioError
 FORM = "package.module:function or path/to/file.py:function"
 
 
-def load_processor(ref: str, field: str = "processor") -> Callable:
+CLEANUP_PARAMS = ("job", "accounts", "cleanup_store", "outbox")
+
+
+def load_processor(ref: str, field: str = "processor", params: tuple[str, ...] = CLEANUP_PARAMS) -> Callable:
     """The processor named by ``ref``. Raises ``ScenarioError`` (one line naming ``field``)
     when the reference is malformed, the module or file cannot be imported (its own error is
     quoted), the name is missing or not callable, or its signature cannot take the four
-    arguments of the interface."""
+    arguments of the interface (``params``: the cleanup design's four by default)."""
     target, sep, name = ref.rpartition(":")
     if not sep or not target or not name.isidentifier():
         raise ScenarioError(f"{field}: expected {FORM}, got {ref!r}")
@@ -40,23 +43,23 @@ def load_processor(ref: str, field: str = "processor") -> Callable:
     fn = getattr(module, name, None)
     if fn is None:
         raise ScenarioError(f"{field}: {target!r} has no attribute {name!r}")
-    check_processor(fn, ref, field)
+    check_processor(fn, ref, field, params)
     return fn
 
 
-def check_processor(fn, name: str, field: str = "processor") -> None:
-    """Raise ``ScenarioError`` unless ``fn`` is a plain callable taking
-    ``(job, accounts, cleanup_store, outbox)``: not callable, a generator or ``async``
-    function (which would return without running), or a signature that cannot bind."""
+def check_processor(fn, name: str, field: str = "processor", params: tuple[str, ...] = CLEANUP_PARAMS) -> None:
+    """Raise ``ScenarioError`` unless ``fn`` is a plain callable taking ``params`` (by
+    default ``(job, accounts, cleanup_store, outbox)``): not callable, a generator or
+    ``async`` function (which would return without running), or a signature that cannot bind."""
     if not callable(fn):
         raise ScenarioError(f"{field}: {name!r} is not callable")
     if inspect.isgeneratorfunction(fn) or inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
         raise ScenarioError(f"{field}: {name!r} is a generator or async function; the processor is plain "
                             "synchronous code")
     try:
-        inspect.signature(fn).bind(None, None, None, None)
+        inspect.signature(fn).bind(*[None] * len(params))
     except TypeError:
-        raise ScenarioError(f"{field}: {name!r} must accept (job, accounts, cleanup_store, outbox)") from None
+        raise ScenarioError(f"{field}: {name!r} must accept ({', '.join(params)})") from None
     except ValueError:
         pass  # no signature to inspect (a builtin): let the call decide
 

@@ -46,6 +46,14 @@ Seconds = Annotated[float, Field(ge=0.0, le=HORIZON_S)]
 Span = Annotated[tuple[Seconds, Seconds], Tupled]
 
 
+def _ordered_windows(v: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
+    """Validate time windows ``[start_s, end_s]`` (start before end); returns them."""
+    for lo, hi in v:
+        if lo >= hi:
+            raise ValueError(f"each window must be [start_s, end_s] with start_s < end_s, got {[lo, hi]}")
+    return v
+
+
 class Workload(_Section):
     """Accounts and their lifecycle. Times in virtual seconds from the epoch.
 
@@ -93,16 +101,31 @@ class Scheduler(_Section):
     ``cron``: every ``cron_interval_s`` (jitter of up to ``cron_jitter_s``, second-level per
     the design documents) a run finds due accounts and publishes their jobs, stopped at
     ``cron_run_limit_s`` (900 s, the documents' execution limit); runs that fall in a
-    ``paused`` window are skipped and not backfilled.
+    ``paused`` window are skipped and not backfilled. A cron run publishes every due account
+    (``cron_selection`` "due", a state-based cleanup) or only those whose deadline fell since
+    the previous trigger ("window", a window-based one). A trigger that fires more than
+    ``misfire_grace_s`` late (the scheduler stalled: ``faults.scheduler_stalls``) misfires:
+    with ``catchup`` "none" it is skipped, "latest" runs only the latest missed trigger,
+    "all" runs every one (Airflow's catchup).
+
+    ``instances`` schedulers with the same schedule and no leader each publish every job.
+    ``publish_crash_probability``: a scheduler instance crashes after a publish and before
+    recording it, and publishes the job again ``restart_delay_s`` later.
     """
 
     mode: Literal["per_deadline", "cron"] = "per_deadline"
     publish_latency_s: float = Field(0.002, ge=0.0, le=60.0)
-    cron_interval_s: float = Field(300.0, gt=0.0, le=DAY)
+    cron_interval_s: float = Field(300.0, gt=0.0, le=30 * DAY)
     cron_jitter_s: float = Field(1.0, ge=0.0, le=60.0)
     cron_run_limit_s: float = Field(900.0, gt=0.0, le=900.0)
     cron_batch: int = Field(1000, ge=1, le=1_000_000)
+    cron_selection: Literal["due", "window"] = "due"
+    misfire_grace_s: float = Field(HORIZON_S, ge=0.0, le=HORIZON_S)
+    catchup: Literal["none", "latest", "all"] = "none"
     paused: Annotated[tuple[Span, ...], Tupled] = ()
+    instances: int = Field(1, ge=1, le=100)
+    publish_crash_probability: Probability = 0.0
+    restart_delay_s: float = Field(30.0, ge=0.0, le=DAY)
 
     @model_validator(mode="after")
     def _jitter_within_interval(self) -> "Scheduler":
@@ -114,38 +137,69 @@ class Scheduler(_Section):
     @field_validator("paused")
     @classmethod
     def _windows_ordered(cls, v: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
-        for lo, hi in v:
-            if lo >= hi:
-                raise ValueError(f"each window must be [start_s, end_s] with start_s < end_s, got {[lo, hi]}")
-        return v
+        return _ordered_windows(v)
 
 
 class Queue(_Section):
-    """The at-least-once queue.
+    """The at-least-once queue, and how a delivery that is not acked comes back.
 
-    ``kind`` "fifo" models SQS FIFO's send-side deduplication (a job with the same
-    (account, version) published again within ``fifo_dedup_window_s`` is dropped) and no
-    spurious duplicates; message-group ordering is not modelled.
+    ``preset`` names the system whose documented defaults fill the fields left out (see
+    ``sim.presets`` and ``acksim presets``; default "rest-queue", the design documents' queue)
+    and bounds them to that system's documented ranges.
 
-    Defaults: the design documents' REST queue (docs/seed-facts.md): 256 KB body, 7-day delay,
-    30-day retention, 5-minute FIFO deduplication window; SQS for the rest
-    (docs/queue-semantics.md §1): visibility timeout range (0, 12 h], maxReceiveCount 1–1000
-    (0 disables the dead-letter queue). ``duplicate_probability`` is the chance that a receive
-    also hands a spurious copy to another consumer (SQS standard: "occasionally more than one
-    copy"). A nack makes the message visible again after ``min(base * 2**(n-1), max)`` seconds
-    for receive count n.
+    ``redelivery`` (the lease of a delivery is ``visibility_timeout_s``):
+    "visibility_timeout" (SQS): the message is receivable again when the lease lapses;
+    "consumer_death" (RabbitMQ): requeued ``disconnect_detect_s`` after its consumer dies, and
+    a lease found lapsed (the ack timeout) closes the consumer's channel, requeueing all its
+    deliveries; "claim" (Redis Streams): a lapsed entry stays pending until a claimer, every
+    ``sweep_interval_s``, takes it back (0: no claimer, never); "stalled_sweep" (BullMQ): as a
+    lease, checked every ``sweep_interval_s``, and past ``max_stalled_count`` stalls the job
+    fails to the dead-letter queue; "none": pop-on-fetch, a received message is gone.
+    With ``heartbeat_interval_s`` > 0 a live holder extends its lease to ``visibility_timeout_s``
+    from each heartbeat, never past ``max_lease_s`` from the receipt (SQS: 12 h).
+    ``sweep_interval_s`` > 0 notices lapsed leases only at sweeps (RabbitMQ checks once a
+    minute). ``on_worker_lost``: what the queue does with a crashed worker's delivery: wait for
+    the lease ("lease"), ack it ("ack", Celery acks_late) or requeue it at once ("requeue",
+    Celery task_reject_on_worker_lost). ``eta_held_by_worker`` (Celery ETA): the job is
+    published at once and the worker holds it, unacked, until its deadline.
+
+    Limits: ``max_receive_count`` receives, then the next receive dead-letters the message
+    (SQS maxReceiveCount; 0: no limit), or drops it when ``on_exhaustion`` is "drop" (a
+    quorum queue without a dead-letter target); ``max_attempts`` failed attempts (nacks:
+    application retries, Celery max_retries + 1, BullMQ attempts) then the same; a stream
+    longer than ``max_length`` entries (0: no cap) trims its oldest, pending or not.
+
+    ``kind`` "fifo" models SQS FIFO's send-side deduplication (the same (account, version)
+    published again within ``fifo_dedup_window_s`` is dropped) and no spurious duplicates;
+    message-group ordering is not modelled. ``duplicate_probability``: the chance that a
+    receive also hands a spurious copy to another consumer. A nack makes the message visible
+    again after ``min(base * 2**(n-1), max)`` seconds for receive count n, at the head of the
+    queue with ``requeue_at_head`` (RabbitMQ) or else at the tail.
     """
 
+    preset: str = Field("rest-queue", min_length=1, max_length=100)
     kind: Literal["standard", "fifo"] = "standard"
-    visibility_timeout_s: float = Field(30.0, gt=0.0, le=43_200.0)
+    redelivery: Literal["visibility_timeout", "consumer_death", "claim", "stalled_sweep", "none"] = "visibility_timeout"
+    visibility_timeout_s: float = Field(30.0, gt=0.0, le=HORIZON_S)
+    heartbeat_interval_s: float = Field(0.0, ge=0.0, le=HORIZON_S)
+    max_lease_s: float = Field(43_200.0, gt=0.0, le=HORIZON_S)
+    sweep_interval_s: float = Field(0.0, ge=0.0, le=DAY)
+    disconnect_detect_s: float = Field(60.0, ge=0.0, le=DAY)
+    max_stalled_count: int = Field(1, ge=0, le=1000)
+    on_worker_lost: Literal["lease", "ack", "requeue"] = "lease"
+    eta_held_by_worker: bool = False
     max_receive_count: int = Field(5, ge=0, le=1000)
-    max_delay_s: float = Field(604_800.0, ge=0.0, le=604_800.0)
-    retention_s: float = Field(2_592_000.0, ge=60.0, le=2_592_000.0)
-    max_message_bytes: int = Field(262_144, ge=1024, le=262_144)
-    fifo_dedup_window_s: float = Field(300.0, ge=0.0, le=300.0)
+    max_attempts: int = Field(0, ge=0, le=1000)
+    on_exhaustion: Literal["dead_letter", "drop"] = "dead_letter"
+    max_length: int = Field(0, ge=0, le=100_000_000)
+    max_delay_s: float = Field(604_800.0, ge=0.0, le=HORIZON_S)
+    retention_s: float = Field(2_592_000.0, ge=60.0, le=HORIZON_S)
+    max_message_bytes: int = Field(262_144, ge=1024, le=536_870_912)
+    fifo_dedup_window_s: float = Field(300.0, ge=0.0, le=DAY)
     duplicate_probability: Probability = 0.0
-    nack_backoff_base_s: float = Field(2.0, ge=0.0, le=43_200.0)
-    nack_backoff_max_s: float = Field(300.0, ge=0.0, le=43_200.0)
+    nack_backoff_base_s: float = Field(2.0, ge=0.0, le=DAY)
+    nack_backoff_max_s: float = Field(300.0, ge=0.0, le=DAY)
+    requeue_at_head: bool = False
     ack_latency_s: float = Field(0.002, ge=0.0, le=60.0)
     redrive_at_s: Annotated[tuple[Seconds, ...], Tupled] = ()
 
@@ -163,6 +217,13 @@ class Queue(_Section):
                              "set 0 or use kind = 'standard'")
         return self
 
+    @model_validator(mode="after")
+    def _heartbeat_within_lease(self) -> "Queue":
+        if self.heartbeat_interval_s and self.heartbeat_interval_s >= self.visibility_timeout_s:
+            raise ValueError(f"heartbeat_interval_s: must be below visibility_timeout_s "
+                             f"({self.visibility_timeout_s:g}) or 0, got {self.heartbeat_interval_s:g}")
+        return self
+
 
 class Workers(_Section):
     """The consumers. ``ack_policy`` "after_commit" is the reference design;
@@ -172,7 +233,10 @@ class Workers(_Section):
     full jitter: uniform in ``[0, conflict_backoff_s * 2**n]``), then the message is nacked.
     ``service_time_mean_s`` adds work of that mean to every delivery, before its unit of work
     (so it holds no lock), exponential or constant: with zero store latency the workers are
-    the servers of an M/M/c or M/D/c queue."""
+    the servers of an M/M/c or M/D/c queue. With ``service_time_at`` "first_write" the work
+    comes after the processor's reads, just before its first write (a processor that finds
+    the job stale or done does no work). ``stop_when_lease_lost``: before committing, the
+    worker checks that it still holds the delivery's lease and rolls back if not."""
 
     count: int = Field(8, ge=1, le=1000)
     ack_policy: Literal["after_commit", "before_processing"] = "after_commit"
@@ -181,6 +245,8 @@ class Workers(_Section):
     conflict_backoff_s: float = Field(0.02, ge=0.0, le=3600.0)
     restart_delay_s: float = Field(30.0, ge=0.0, le=DAY)
     service_time_mean_s: float = Field(0.0, ge=0.0, le=DAY)
+    service_time_at: Literal["start", "first_write"] = "start"
+    stop_when_lease_lost: bool = False
     service_time_distribution: Literal["exponential", "constant"] = "exponential"
 
 
@@ -230,6 +296,15 @@ class ScheduledDuplicate(_Section):
     delivery: int = Field(ge=1, le=10_000_000)
 
 
+class Kill(_Section):
+    """Hard-kill worker number ``worker`` (1-based) at ``at_s``, wherever it is; it restarts
+    ``down_s`` later."""
+
+    at_s: float = Field(ge=0.0, le=HORIZON_S)
+    worker: int = Field(ge=1, le=1000)
+    down_s: float = Field(30.0, ge=0.0, le=HORIZON_S)
+
+
 class LatencySpike(_Section):
     """Store calls that start in ``[at_s, at_s + duration_s)`` take ``factor`` times longer."""
 
@@ -241,7 +316,9 @@ class LatencySpike(_Section):
 class Faults(_Section):
     """Worker crashes: a probability per opportunity for each phase (before or after each store
     call, after the commit before the ack, during the ack), scheduled crashes, rolling
-    deployments; scheduled spurious duplicates; store latency spikes."""
+    deployments, hard kills of one worker at a time; scheduled spurious duplicates; store
+    latency spikes; ``poison_accounts`` whose job crashes its worker on every attempt (phase
+    "poison"); ``scheduler_stalls``: windows [start_s, end_s) in which the scheduler is frozen."""
 
     crash_before_call: Probability = 0.0
     crash_after_call: Probability = 0.0
@@ -251,6 +328,14 @@ class Faults(_Section):
     deployments: Annotated[tuple[Deployment, ...], Tupled] = ()
     duplicates: Annotated[tuple[ScheduledDuplicate, ...], Tupled] = ()
     latency_spikes: Annotated[tuple[LatencySpike, ...], Tupled] = ()
+    kills: Annotated[tuple[Kill, ...], Tupled] = ()
+    poison_accounts: Annotated[tuple[Annotated[str, Field(min_length=1, max_length=100)], ...], Tupled] = ()
+    scheduler_stalls: Annotated[tuple[Span, ...], Tupled] = ()
+
+    @field_validator("scheduler_stalls")
+    @classmethod
+    def _stalls_ordered(cls, v: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
+        return _ordered_windows(v)
 
 
 class MailOutage(_Section):
@@ -281,6 +366,50 @@ class Mail(_Section):
     max_attempts: int = Field(5, ge=1, le=1000)
     provider_idempotency: bool = True
     outages: Annotated[tuple[MailOutage, ...], Tupled] = ()
+
+
+class Fanout(_Section):
+    """The second design of the documents (``sim.fanout``): ``updates`` shipment updates,
+    one every ``update_interval_s`` from ``start_s``, each fanned out to ``subscribers``
+    public endpoints as one queue task per delivery. Endpoint answers: subscribers listed in
+    ``rejecting_subscribers`` (1-based) answer 404 (dead-lettered, no retry); otherwise a 400
+    with ``client_error_probability`` (invalid input: dead-lettered, no retry), a 429 with
+    Retry-After ``retry_after_s`` with ``rate_limit_probability``, a 503 with
+    ``server_error_probability``, else 200, after ``endpoint_latency_s``. A subscriber with
+    ``subscriber_dedup`` applies a repeated idempotency key once; without it, every 200 is an
+    effect. 5xx backoff: ``min(backoff_base_s * 2**(n-1), backoff_max_s)`` for receive count n.
+    A join actor checks every ``join_interval_s`` which updates have all N records.
+    ``processor``: the delivery code under test, ``model.shipment:deliver`` by default."""
+
+    updates: int = Field(0, ge=0, le=100_000)
+    subscribers: int = Field(5, ge=1, le=1000)
+    start_s: float = Field(60.0, ge=0.0, le=HORIZON_S)
+    update_interval_s: float = Field(10.0, gt=0.0, le=DAY)
+    rejecting_subscribers: Annotated[tuple[Annotated[int, Field(ge=1, le=1000)], ...], Tupled] = ()
+    client_error_probability: Probability = 0.0
+    rate_limit_probability: Probability = 0.0
+    retry_after_s: float = Field(30.0, ge=0.0, le=DAY)
+    server_error_probability: Probability = 0.0
+    endpoint_latency_s: float = Field(0.2, ge=0.0, le=600.0)
+    subscriber_dedup: bool = True
+    join_interval_s: float = Field(30.0, gt=0.0, le=DAY)
+    backoff_base_s: float = Field(1.0, gt=0.0, le=DAY)
+    backoff_max_s: float = Field(60.0, gt=0.0, le=DAY)
+    processor: str = Field("model.shipment:deliver", min_length=3, max_length=500)
+
+    @model_validator(mode="after")
+    def _rejecting_exist(self) -> "Fanout":
+        bad = [k for k in self.rejecting_subscribers if k > self.subscribers]
+        if bad:
+            raise ValueError(f"rejecting_subscribers: subscriber numbers go from 1 to subscribers "
+                             f"({self.subscribers}), got {bad[0]}")
+        if self.client_error_probability + self.rate_limit_probability + self.server_error_probability > 1:
+            raise ValueError("client_error_probability + rate_limit_probability + server_error_probability: "
+                             "must add up to at most 1")
+        if self.backoff_max_s < self.backoff_base_s:
+            raise ValueError(f"backoff_max_s: must be at least backoff_base_s ({self.backoff_base_s:g}), "
+                             f"got {self.backoff_max_s:g}")
+        return self
 
 
 class Slo(_Section):
@@ -385,6 +514,7 @@ class Scenario(_Section):
     stores: Stores = Stores()
     faults: Faults = Faults()
     mail: Mail = Mail()
+    fanout: Fanout = Fanout()
     slo: Slo = Slo()
     run: Run = Run()
     plan: Plan = Plan()
@@ -462,19 +592,27 @@ def _one_line(exc: ValidationError, source: str) -> str:
 
 
 def parse(data: dict, source: str = "scenario") -> Scenario:
-    """Validate a scenario given as a dict (the parsed TOML). Raises ``ScenarioError``."""
+    """Validate a scenario given as a dict (the parsed TOML), its queue preset's defaults
+    filled in under the fields it sets (``sim.presets``). Raises ``ScenarioError``."""
+    from sim.presets import apply_preset, limit_violation
+
     try:
-        return Scenario.model_validate(data)
+        data, preset = apply_preset(data)
+    except KeyError as exc:
+        raise ScenarioError(f"{source}: {exc.args[0]}") from None
+    try:
+        scenario = Scenario.model_validate(data)
     except ValidationError as exc:
         raise ScenarioError(_one_line(exc, source)) from None
+    problem = limit_violation(preset, scenario.queue)
+    if problem:
+        raise ScenarioError(f"{source}: {problem}")
+    return scenario
 
 
-def load(path: str | Path) -> Scenario:
-    """Read and validate a scenario file.
-
-    Raises ``ScenarioError`` (one line) for a missing or unreadable file, invalid TOML, an
-    unknown key, a wrong type or an out-of-range value.
-    """
+def read_data(path: str | Path) -> dict:
+    """A scenario file's parsed TOML, not yet validated. Raises ``ScenarioError`` (one line)
+    for a missing or unreadable file, one over ``MAX_SCENARIO_BYTES``, or invalid TOML."""
     p = Path(path)
     try:
         if not p.exists():
@@ -487,12 +625,20 @@ def load(path: str | Path) -> Scenario:
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError(f"{p}: cannot read scenario file: {exc}") from None
     try:
-        data = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{p}: not valid TOML: {exc}") from None
     except RecursionError:
         raise ScenarioError(f"{p}: not valid TOML: arrays or tables nested too deeply") from None
-    return parse(data, str(p))
+
+
+def load(path: str | Path) -> Scenario:
+    """Read and validate a scenario file.
+
+    Raises ``ScenarioError`` (one line) for a missing or unreadable file, invalid TOML, an
+    unknown key, a wrong type or an out-of-range value.
+    """
+    return parse(read_data(path), str(Path(path)))
 
 
 def with_overrides(scenario: Scenario, seed: int | None = None) -> Scenario:

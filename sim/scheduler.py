@@ -5,7 +5,13 @@ which publishes the job as a delayed message (the delay is capped at ``queue.max
 days; a farther deadline re-arms the target until it is within reach). ``cron``: a periodic
 run with second-level jitter finds the due accounts in the store and publishes their jobs; a
 run is cut at the 900 s execution limit, and runs that fall in a paused window are skipped,
-never backfilled.
+never backfilled. A cron run publishes every due account (state-based) or those whose
+deadline fell in its window since the previous trigger (window-based); a trigger that a
+scheduler stall delays past the misfire grace is skipped or caught up (``catchup``).
+
+Failure modes of the scheduler itself: ``instances`` schedulers without a leader each publish
+every job, and an instance may crash between publishing and recording that it published, and
+so publish again after its restart.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ class Scheduler:
         self.rng = rng
         self.pending = 0
         self._cron_session = None
+        self.window_end = 0.0  # window-based cron: deadlines up to here had their run (or lost it)
 
     @property
     def idle(self) -> bool:
@@ -36,8 +43,11 @@ class Scheduler:
             return True
         world = self.world
         due = self._session().accounts.due(world.to_datetime(world.env.now), world.scenario.scheduler.cron_batch)
-        # a due account whose job is already queued, in flight or dead-lettered needs no run
-        return all(world.queue.holds(a.account_id, a.cleanup_version) for a in due)
+        window = world.scenario.scheduler.cron_selection == "window"
+        # a due account whose job is already queued, in flight or dead-lettered needs no run,
+        # nor (window-based) one whose window has passed: no run will ever publish it
+        return all(world.queue.holds(a.account_id, a.cleanup_version)
+                   or (window and world.to_virtual(a.deadline) <= self.window_end) for a in due)
 
     def _session(self):
         if self._cron_session is None:
@@ -46,57 +56,117 @@ class Scheduler:
 
     def schedule(self, account_id: str, cleanup_version: int, deadline_s: float) -> None:
         """Arm a per-deadline target (no-op in cron mode, where runs find due accounts)."""
-        if self.world.scenario.scheduler.mode == "per_deadline":
-            self.pending += 1
-            self.world.env.process(self._target(account_id, cleanup_version, deadline_s))
+        cfg = self.world.scenario.scheduler
+        if cfg.mode == "per_deadline":
+            for actor in self._actors():
+                self.pending += 1
+                self.world.env.process(self._target(account_id, cleanup_version, deadline_s, actor))
 
-    def _target(self, account_id: str, version: int, deadline_s: float):
+    def _actors(self) -> list[str]:
+        n = self.world.scenario.scheduler.instances
+        return ["scheduler"] if n == 1 else [f"scheduler-{k}" for k in range(1, n + 1)]
+
+    def _target(self, account_id: str, version: int, deadline_s: float, actor: str):
         env, world = self.world.env, self.world
         max_delay = world.scenario.queue.max_delay_s
-        if deadline_s - env.now > max_delay:
-            yield env.timeout(deadline_s - env.now - max_delay)  # re-armed until within reach
+        if world.scenario.queue.eta_held_by_worker:
+            max_delay = 0.0  # a countdown job: published at once, held by the worker until due
+            delay_cap = float("inf")
+        else:
+            delay_cap = max_delay
+            if deadline_s - env.now > max_delay:
+                yield env.timeout(deadline_s - env.now - max_delay)  # re-armed until within reach
         yield env.timeout(world.scenario.scheduler.publish_latency_s)
-        delay = min(max(deadline_s - env.now, 0.0), max_delay)  # float rounding must not pass the cap
-        self._publish(account_id, version, deadline_s, delay)
+        delay = 0.0 if delay_cap == float("inf") else min(max(deadline_s - env.now, 0.0), delay_cap)
+        self._publish(account_id, version, deadline_s, delay, actor)
+        yield from self._crash_after_publish(account_id, version, deadline_s, actor)
         self.pending -= 1
 
-    def _publish(self, account_id: str, version: int, deadline_s: float, delay_s: float) -> None:
+    def _crash_after_publish(self, account_id: str, version: int, deadline_s: float, actor: str):
+        """With ``publish_crash_probability``, the instance dies before recording its publish
+        and, once restarted, publishes the job again (at most 100 times in a row)."""
+        cfg, env = self.world.scenario.scheduler, self.world.env
+        for _ in range(100):
+            if not (cfg.publish_crash_probability and self.rng.random() < cfg.publish_crash_probability):
+                return
+            self.world.history.record("scheduler_crashed", actor, account_id=account_id, cleanup_version=version,
+                                      deadline=deadline_s, detail="after publishing, before recording it")
+            yield env.timeout(cfg.restart_delay_s)
+            delay = 0.0 if self.world.scenario.queue.eta_held_by_worker else \
+                min(max(deadline_s - env.now, 0.0), self.world.scenario.queue.max_delay_s)
+            self._publish(account_id, version, deadline_s, delay, actor)
+
+    def _publish(self, account_id: str, version: int, deadline_s: float, delay_s: float,
+                 actor: str = "scheduler") -> None:
         world = self.world
         job = CleanupJob(account_id, version, world.to_datetime(deadline_s))
         size = body_bytes(job, world.scenario.workload.payload_bytes)
         try:
-            world.queue.publish(job, deadline_s, delay_s, "scheduler", size)
+            world.queue.publish(job, deadline_s, delay_s, actor, size)
         except MessageTooLarge as exc:
-            world.history.record("publish_refused", "scheduler", account_id=account_id,
+            world.history.record("publish_refused", actor, account_id=account_id,
                                  cleanup_version=version, deadline=deadline_s, detail=str(exc))
 
     def cron(self):
-        """SimPy process of the cron mode: one run every ``cron_interval_s``."""
+        """SimPy process of the cron mode: one process per scheduler instance."""
+        for actor in self._actors():
+            self.world.env.process(self._cron_instance(actor))
+        yield self.world.env.timeout(0)
+
+    def _unfrozen(self, t: float) -> float:
+        """The first instant at or after ``t`` outside every scheduler stall."""
+        moved = True
+        while moved:
+            moved = False
+            for lo, hi in self.world.scenario.faults.scheduler_stalls:
+                if lo <= t < hi:
+                    t, moved = hi, True
+        return t
+
+    def _cron_instance(self, actor: str):
         world = self.world
         env, cfg = world.env, world.scenario.scheduler
         session = self._session()
-        tick = 0
+        tick, previous = 0, 0.0
         while True:
             tick += 1
-            at = tick * cfg.cron_interval_s + self.rng.uniform(0.0, cfg.cron_jitter_s)
-            if at < env.now:  # the previous run outlasted the interval: this trigger is missed
-                world.history.record("cron_run_skipped", "scheduler", detail="overrun")
+            nominal = tick * cfg.cron_interval_s
+            at = nominal + self.rng.uniform(0.0, cfg.cron_jitter_s)
+            fires = self._unfrozen(at)
+            if fires < env.now:  # the previous run outlasted the interval: this trigger is missed
+                world.history.record("cron_run_skipped", actor, detail="overrun")
                 continue
-            yield env.timeout(at - env.now)
+            yield env.timeout(fires - env.now)
+            window = (previous, nominal)
+            previous = nominal
+            if fires - at > cfg.misfire_grace_s and not (
+                    cfg.catchup == "all" or (cfg.catchup == "latest" and fires < nominal + cfg.cron_interval_s)):
+                world.history.record("cron_run_skipped", actor, detail=f"misfire: {fires - at:g} s late")
+                self.window_end = max(self.window_end, nominal)
+                continue
             if any(lo <= env.now < hi for lo, hi in cfg.paused):
-                world.history.record("cron_run_skipped", "scheduler", detail="paused")
+                world.history.record("cron_run_skipped", actor, detail="paused")
+                self.window_end = max(self.window_end, nominal)
                 continue
-            self.pending += 1
-            started = env.now
-            world.history.record("cron_run_started", "scheduler")
-            due = session.accounts.due(world.to_datetime(env.now), cfg.cron_batch)
-            published, outcome = 0, "done"
-            for acc in due:
-                if env.now + cfg.publish_latency_s - started > cfg.cron_run_limit_s:
-                    outcome = "killed_at_run_limit"
-                    break
-                yield env.timeout(cfg.publish_latency_s)
-                self._publish(acc.account_id, acc.cleanup_version, world.to_virtual(acc.deadline), 0.0)
-                published += 1
-            world.history.record("cron_run_finished", "scheduler", detail=f"{outcome} published={published}")
-            self.pending -= 1
+            yield from self._cron_run(actor, session, window)
+
+    def _cron_run(self, actor: str, session, window: tuple[float, float]):
+        world = self.world
+        env, cfg = world.env, world.scenario.scheduler
+        self.pending += 1
+        started = env.now
+        world.history.record("cron_run_started", actor)
+        due = session.accounts.due(world.to_datetime(env.now), cfg.cron_batch)
+        if cfg.cron_selection == "window":
+            due = [a for a in due if window[0] < world.to_virtual(a.deadline) <= window[1]]
+        published, outcome = 0, "done"
+        for acc in due:
+            if env.now + cfg.publish_latency_s - started > cfg.cron_run_limit_s:
+                outcome = "killed_at_run_limit"
+                break
+            yield env.timeout(cfg.publish_latency_s)
+            self._publish(acc.account_id, acc.cleanup_version, world.to_virtual(acc.deadline), 0.0, actor)
+            published += 1
+        world.history.record("cron_run_finished", actor, detail=f"{outcome} published={published}")
+        self.window_end = max(self.window_end, window[1])
+        self.pending -= 1

@@ -32,7 +32,8 @@ def _pct(values, q: float) -> float | None:
 def figures(history: Sequence[Record]) -> dict[str, float | None]:
     """Every figure of ``FIGURES`` for one history; None where there is no sample (no
     recovery happened, nothing was cleaned up)."""
-    acks = [r for r in history if r.kind == "acked"]
+    # a job is done when acked, or on a pop-on-fetch queue when received (nothing acks there)
+    acks = [r for r in history if r.kind == "acked" or (r.kind == "delivered" and r.detail == "pop_on_fetch")]
     first_delivery = next((r.time for r in history if r.kind == "delivered"), None)
     if len(acks) >= 2 and first_delivery is not None and acks[-1].time > first_delivery:
         throughput = len(acks) / (acks[-1].time - first_delivery)

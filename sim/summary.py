@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Sequence
 
-from sim.faults import PHASES
+from sim.faults import EXTERNAL_PHASES, PHASES
 from sim.history import LIFECYCLE_KINDS, Record
 from sim.invariants import AccountReplay, check_all
 from sim.scenario import Scenario
@@ -26,7 +26,7 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
         "duplicate_deliveries": sum(1 for r in history if r.kind == "delivered" and r.detail == "duplicate"),
         "crashes": kinds["crashed"],
     }
-    for phase in (*PHASES, "deployment"):
+    for phase in (*PHASES, *EXTERNAL_PHASES):
         out[f"crashes_{phase}"] = phases[phase]
     out.update({
         "conflicts": conflicts,
@@ -36,7 +36,11 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
         "nacks": kinds["nacked"],
         "visibility_expired": kinds["visibility_expired"],
         "dead_lettered": kinds["dead_lettered"],
+        "dropped": kinds["dropped"],
+        "trimmed": kinds["trimmed"],
         "retention_expired": kinds["retention_expired"],
+        "scheduler_publishes": sum(1 for r in history if r.kind in ("published", "deduplicated")),
+        "scheduler_crashes": kinds["scheduler_crashed"],
         "publish_refused": kinds["publish_refused"],
         "deduplicated": kinds["deduplicated"],
         "cleanups": kinds["cleanup_applied"],
@@ -49,6 +53,7 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
         "resubscriptions": kinds["resubscribed"],
         "deletions": kinds["account_deleted"],
         "lifecycle_during_attempts": lifecycle_during_attempts(history),
+        "wasted_worker_s": round(wasted_worker_s(history)),
         **{f"no_op_{why}": n for why, n in no_op_commits(history).items()},
         "records": len(history),
     })
@@ -75,6 +80,32 @@ def lifecycle_during_attempts(history: Sequence[Record]) -> int:
         elif r.kind in _LIFECYCLE and r.actor == "renewals" and r.account_id in open_.values():
             hits += 1
     return hits
+
+
+_HANDLING_ENDS = frozenset({"acked", "ack_stale", "nacked", "crashed", "lease_lost"})
+
+
+def wasted_worker_s(history: Sequence[Record]) -> float:
+    """Worker seconds spent on deliveries that committed nothing for a job whose cleanup
+    another delivery committed (concurrent or repeated runs of finished work: a job that
+    outlives its lease, a duplicate): from "delivered" to the end of that delivery's handling
+    (its ack, nack, crash or lost lease)."""
+    applied = {(r.account_id, r.cleanup_version) for r in history if r.kind == "cleanup_applied"}
+    started: dict[tuple[str, int], tuple[float, tuple[str, int]]] = {}  # (worker, message) -> start
+    effective: set[tuple[str, int]] = set()
+    wasted = 0.0
+    for r in history:
+        handle = (r.actor, r.message_id)
+        if r.kind == "delivered":
+            started[handle] = (r.time, (r.account_id, r.cleanup_version))
+            effective.discard(handle)
+        elif r.kind == "cleanup_applied":
+            effective.add(handle)
+        elif r.kind in _HANDLING_ENDS and handle in started:
+            t0, job = started.pop(handle)
+            if job in applied and handle not in effective:
+                wasted += r.time - t0
+    return wasted
 
 
 def no_op_commits(history: Sequence[Record]) -> dict[str, int]:

@@ -92,6 +92,9 @@ def load_sweep(path: str | Path) -> tuple[SweepSpec, list[RunSpec], str]:
 
 
 def _set(data: dict, dotted: str, value: Any, where: str) -> None:
+    if dotted == "queue.preset":  # a preset is a set of defaults; the base has every field set already
+        raise ScenarioError(f"{where}: a sweep cannot vary queue.preset (each preset brings its own defaults); "
+                            "name it in the scenario, or compare presets with acksim compare")
     *sections, key = dotted.split(".")
     node = data
     for section in sections:

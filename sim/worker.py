@@ -5,7 +5,11 @@ processor (each store call lets virtual time pass and may be a crash point); com
 A write conflict rolls back and is retried in place after a backoff, then nacked; an error of
 the processor's own is rolled back and nacked. A crash (a fault-plan decision, or an interrupt
 from the fault injector) abandons the attempt, rolls its transaction back, leaves the message
-in flight until its visibility timeout, and keeps the worker down for its restart delay.
+in flight until its visibility timeout (or as ``queue.on_worker_lost`` says), and keeps the
+worker down for its restart delay. An ETA job not yet due (``queue.eta_held_by_worker``,
+Celery's countdown) is held in the worker's memory, unacked, and run when due while the
+worker goes on receiving; a crash drawn while running a held job kills only that job's child
+(the worker lives on), and a worker that goes down loses every job it held.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from model.errors import ConflictError
 from sim.interleave import Attempt, Finished, ProcessorHung, Sleep
 from sim.queue import Delivery
 
+WRITE_METHODS = frozenset({"apply_once", "add_once", "put", "delete", "mark_sent", "mark_failed"})
+
 
 class WorkerCrash(Exception):
     """Raised inside the worker process (never inside the processor) when it must crash."""
@@ -33,12 +39,13 @@ class WorkerCrash(Exception):
 class _State:
     """What a crash must clean up: the running attempt and the held delivery."""
 
-    __slots__ = ("attempt", "delivery", "receiving")
+    __slots__ = ("attempt", "delivery", "receiving", "held")
 
     def __init__(self) -> None:
         self.attempt: Attempt | None = None
         self.delivery: Delivery | None = None
         self.receiving: simpy.Event | None = None
+        self.held: list[simpy.Process] = []  # ETA jobs waiting in this worker's memory
 
 
 def worker(world, name: str, processor: Callable, rng: random.Random):
@@ -55,6 +62,10 @@ def worker(world, name: str, processor: Callable, rng: random.Random):
             state.receiving = queue.receive(name)
             delivery = yield state.receiving
             state.receiving = None
+            if queue.config.eta_held_by_worker and delivery.deadline_s > env.now:
+                state.held = [p for p in state.held if p.is_alive]
+                state.held.append(env.process(_held(world, name, processor, rng, delivery)))
+                continue
             state.delivery = delivery
             world.busy.add(name)
             yield from _handle(world, name, processor, rng, session, state, delivery)
@@ -66,6 +77,10 @@ def worker(world, name: str, processor: Callable, rng: random.Random):
             else:
                 phase, down_s = exc.phase, exc.down_s
             _crash(world, name, session, state, phase)
+            for held in state.held:  # the worker's memory is gone, and the jobs it held
+                if held.is_alive:
+                    held.interrupt()
+            state.held = []
             down_until = env.now + down_s
             while env.now < down_until:
                 try:
@@ -75,7 +90,33 @@ def worker(world, name: str, processor: Callable, rng: random.Random):
             world.history.record("restarted", name)
 
 
-def _crash(world, name: str, session, state: _State, phase: str) -> None:
+def _held(world, name: str, processor: Callable, rng: random.Random, delivery: Delivery):
+    """SimPy process of one ETA job held by worker ``name``: wait until due, then run it on
+    a session of its own. A crash drawn while it runs ends this job only (its loan is handled
+    as ``queue.on_worker_lost`` says); an interrupt means the worker went down."""
+    env, key = world.env, f"{name}/held-{delivery.number}"
+    world.busy.add(key)
+    session = world.db.session()
+    state = _State()
+    state.delivery = delivery
+    try:
+        yield env.timeout(delivery.deadline_s - env.now)
+        yield from _handle(world, name, processor, rng, session, state, delivery)
+    except WorkerCrash as exc:
+        _crash(world, name, session, state, exc.phase, only=delivery.message_id)
+    except simpy.Interrupt:
+        if state.attempt is not None:
+            state.attempt.abandon()
+        if session.in_transaction:
+            session.rollback()
+    finally:
+        world.busy.discard(key)
+        session.close()
+
+
+def _crash(world, name: str, session, state: _State, phase: str, only: int | None = None) -> None:
+    """Clean up after a crash of worker ``name`` (or, with ``only``, of the child running
+    the held job of that message id) and record it."""
     held = state.delivery
     if state.receiving is not None:
         if state.receiving.triggered:
@@ -101,7 +142,9 @@ def _crash(world, name: str, session, state: _State, phase: str) -> None:
         world.processor_failed(world.env.now, name, held.message_id, resisted)
     state.delivery = None
     state.receiving = None
-    world.busy.discard(name)
+    if only is None:
+        world.busy.discard(name)
+    world.queue.consumer_lost(name, held.message_id if held else None, only=only is not None)
 
 
 def _log_tx(world, kind: str, name: str, d: Delivery, detail: str) -> None:
@@ -137,10 +180,14 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
     env, queue, cfg = world.env, world.queue, world.scenario.workers
     plan, restart = world.fault_plan, cfg.restart_delay_s
     unit_of_work = cfg.transaction_scope == "unit_of_work"
+    if delivery.job.account_id in world.poison_accounts:
+        raise WorkerCrash("poison", restart)
     if cfg.ack_policy == "before_processing":
         yield from _ack(world, name, rng, delivery)
-    if cfg.service_time_mean_s > 0:  # the job's own work, before (and outside) the unit of work
+    work_at_start = cfg.service_time_at == "start"
+    if cfg.service_time_mean_s > 0 and work_at_start:  # the job's own work, outside the unit of work
         yield env.timeout(_service_time(cfg, rng))
+    worked = work_at_start
     for attempt_no in range(cfg.conflict_retries + 1):
         if unit_of_work:
             session.begin()
@@ -159,6 +206,10 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                 if isinstance(step, Sleep):
                     yield env.timeout(step.seconds)
                 elif step.when == "before":
+                    if not worked and step.method in WRITE_METHODS:  # the work, after the reads
+                        worked = True
+                        if cfg.service_time_mean_s > 0:
+                            yield env.timeout(_service_time(cfg, rng))
                     latency = _latency(world, rng)
                     if latency:  # zero latency: no event, the call happens at once
                         yield env.timeout(latency)
@@ -178,6 +229,10 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                 latency = _latency(world, rng)  # the commit's round trip
                 if latency:
                     yield env.timeout(latency)
+                if cfg.stop_when_lease_lost and not queue.lease_held(delivery):
+                    session.rollback()  # another worker may hold the job now: write nothing
+                    _log_tx(world, "lease_lost", name, delivery, "rolled back before commit")
+                    return
                 writes = session.commit()
                 _log_tx(world, "tx_committed", name, delivery, str(len(writes)))
                 _record_writes(world, name, delivery, writes)

@@ -20,7 +20,7 @@ import simpy
 from model.job import Account
 from model.store_api import DbOptions, OutboxEvent
 from model.stores import open_database
-from sim.faults import FaultPlan, fault_injector
+from sim.faults import FaultPlan, fault_injector, killer
 from sim.history import History, Record
 from sim.outbox_relay import OutboxRelay
 from sim.queue import Queue
@@ -108,6 +108,7 @@ class World:
         self._stopped = False
         self.processor_errors: list[tuple[float, str, int, str]] = []  # (time, worker, message id, traceback)
         self.busy: set[str] = set()  # workers holding a delivery (only its size is read)
+        self.poison_accounts = frozenset(scenario.faults.poison_accounts)  # membership only
 
     # --- time ------------------------------------------------------------------------------
     def to_datetime(self, t: float) -> datetime:
@@ -147,6 +148,8 @@ class World:
             self.workers.append(env.process(worker(self, name, self.processor, stream(sc.seed, name))))
         if sc.faults.deployments:
             env.process(fault_injector(self, sc.faults.deployments))
+        if sc.faults.kills:
+            env.process(killer(self, sc.faults.kills))
         for at in sorted(sc.queue.redrive_at_s):
             env.process(self._redrive(at))
         try:
@@ -168,8 +171,10 @@ class World:
         last_op = self.renewals.ops[-1].at_s if self.renewals.ops else 0.0
         last_deadline = max(self.initial_deadlines.values(), default=0.0)
         n = self.scenario.workers.count
+        faults = self.scenario.faults
         ends = [last_op, last_deadline, *self.scenario.queue.redrive_at_s,
-                *(d.at_s + n * d.worker_down_s for d in self.scenario.faults.deployments)]
+                *(d.at_s + n * d.worker_down_s for d in faults.deployments),
+                *(k.at_s + k.down_s for k in faults.kills), *(hi for _lo, hi in faults.scheduler_stalls)]
         return max(ends)
 
     def _until_idle(self):

@@ -23,3 +23,18 @@ def tiny():
     from tinyworld import tiny_dict
 
     return lambda **sections: parse(tiny_dict(**sections))
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "nightly: long runs, collected only with HYPOTHESIS_PROFILE=nightly "
+                            "(make test-nightly)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Leave ``nightly`` tests out of the ci profile (they are deselected, and say so)."""
+    if os.environ.get("HYPOTHESIS_PROFILE", "ci") == "nightly":
+        return
+    nightly = [item for item in items if item.get_closest_marker("nightly")]
+    if nightly:
+        config.hook.pytest_deselected(items=nightly)
+        items[:] = [item for item in items if not item.get_closest_marker("nightly")]

@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from sim.history import Record, to_csv
 from sim.report.html_page import render_html
@@ -21,7 +22,7 @@ from sim.report.markdown_page import render_markdown
 from sim.report.plots import PLOTS, render_plots
 from sim.report.summary_json import render_summary_json
 
-__all__ = ["write_report", "PLOTS"]
+__all__ = ["write_report", "staged", "move_into_place", "PLOTS"]
 
 PLOTS_DIR = "plots"
 
@@ -43,6 +44,18 @@ def write_report(out_dir: Path, summary: Mapping[str, Any], history: Sequence[Re
     left behind and a previous ``out_dir`` is left as it was.
     """
     out_dir = Path(out_dir)
+    with staged(out_dir) as staging:
+        written = _write_files(staging, summary, history, title, full_timeline)
+    return sorted(out_dir / rel for rel in written)
+
+
+@contextmanager
+def staged(out_dir: Path) -> Iterator[Path]:
+    """A fresh scratch folder beside ``out_dir`` to write a report into; when the block ends
+    without an error it is renamed to ``out_dir`` (replacing an existing one only then), and
+    on any error it is removed and ``out_dir`` is left as it was. The parent folder is
+    created if missing. Raises ValueError for an ``out_dir`` without a name and
+    NotADirectoryError when it is an existing file."""
     if not out_dir.name or out_dir.name in (".", ".."):
         raise ValueError(f"report folder {str(out_dir)!r} needs a name, e.g. 'out/report'")
     if out_dir.exists() and not out_dir.is_dir():
@@ -50,13 +63,12 @@ def write_report(out_dir: Path, summary: Mapping[str, Any], history: Sequence[Re
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.tmp-", dir=out_dir.parent))
     try:
-        written = _write_files(staging, summary, history, title, full_timeline)
+        yield staging
         os.chmod(staging, 0o755)  # mkdtemp makes it private; a report folder is not
-        _move_into_place(staging, out_dir)
+        move_into_place(staging, out_dir)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return sorted(out_dir / rel for rel in written)
 
 
 def _write_files(folder: Path, summary: Mapping[str, Any], history: Sequence[Record],
@@ -77,7 +89,7 @@ def _write_files(folder: Path, summary: Mapping[str, Any], history: Sequence[Rec
     return list(files)
 
 
-def _move_into_place(staging: Path, out_dir: Path) -> None:
+def move_into_place(staging: Path, out_dir: Path) -> None:
     """Rename ``staging`` to ``out_dir``; an existing ``out_dir`` is set aside first and
     restored if the rename fails, removed once the new one is in place."""
     if not out_dir.exists():

@@ -73,7 +73,7 @@ def test_unknown_key_is_bad_input(tmp_path, capsys):
     (("visibility_timeout_s = 30", "visibility_timeout_s = 0"), "queue.visibility_timeout_s: Input should be greater than 0"),
     (("count = 4", "count = -2"), "workers.count: Input should be greater than or equal to 1"),
     (("count = 4", 'count = "four"'), "workers.count: Input should be a valid integer (got 'four')"),
-    (("[queue]\n", "[queue]\nmax_delay_s = 700000\n"), "queue.max_delay_s: Input should be less than or equal to 604800"),
+    (("[queue]\n", "[queue]\nmax_delay_s = 700000\n"), "queue.max_delay_s: the rest-queue preset allows 0 <= value <= 604800 (got 700000)"),
     (("[workload]", "[workload"), "not valid TOML"),
     (("recovery_time_p99_s = 120", "recovery_time_p99_s = inf"), "slo.recovery_time_p99_s: Input should be a finite number"),
     (("accounts = 300", "accounts = true"), "workload.accounts: Input should be a valid integer (got True)"),

@@ -35,6 +35,8 @@ def test_a_sweep_expands_to_points_times_seeds(tmp_path):
     ('"workers.nope" = [1]', 'cost = "workers.nope"', "grid.workers.nope: no scenario field 'workers.nope'"),
     ('"workers.count" = [1]', 'cost = "queue.kind"', "cost: 'queue.kind' is not a grid field (workers.count)"),
     ('"workers.count" = []', "", "grid.workers.count: List should have at least 1 item"),
+    ('"queue.preset" = ["sqs-standard"]', 'cost = "queue.preset"',
+     "grid.queue.preset: a sweep cannot vary queue.preset (each preset brings its own defaults)"),
 ])
 def test_bad_sweeps_are_refused_before_any_run(tmp_path, grid, extra, message):
     with pytest.raises(ScenarioError) as err:

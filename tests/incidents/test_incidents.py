@@ -1,0 +1,193 @@
+"""The incident scenarios of scenarios/incidents/: each outcome asserted for the reference
+processor and for the naive one (reminder first, each call committed alone, no marker check:
+``model.candidates.naive``)."""
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from model.candidates import CANDIDATES
+from sim.scenario import parse
+from sim.summary import build_summary
+from sim.world import simulate
+
+INCIDENTS = Path(__file__).resolve().parents[2] / "scenarios" / "incidents"
+
+
+def run(name: str, processor: str = "reference"):
+    """(summary, history) of the incident ``name`` run with the reference or naive design."""
+    data = tomllib.loads((INCIDENTS / f"{name}.toml").read_text())
+    candidate = CANDIDATES[processor]
+    for table, fields in candidate.design.items():
+        data[table] = {**data.get(table, {}), **fields}
+    scenario = parse(data, name)
+    outcome = simulate(scenario, candidate.processor)
+    return build_summary(scenario, outcome), outcome.history
+
+
+def violated(summary) -> set[str]:
+    return {name for name, v in summary["invariants"].items() if not v["holds"]}
+
+
+def of(history, kind, detail=None):
+    return [r for r in history if r.kind == kind and (detail is None or r.detail == detail)]
+
+
+def test_every_incident_file_is_run_here():
+    names = [p.stem for p in sorted(INCIDENTS.glob("*.toml"))]
+    assert len(names) == 13 and {n[:2] for n in names} == {f"0{k}" for k in range(1, 9)}
+    source = Path(__file__).read_text()
+    assert [n for n in names if f'"{n}"' not in source] == []
+
+
+def test_01_eta_beyond_visibility_timeout():
+    summary, history = run("01-eta-beyond-visibility-timeout")
+    assert [r.time for r in of(history, "delivered")] == [0.0, 3600.0, 7200.0]
+    assert [r.receive_count for r in of(history, "delivered")] == [1, 2, 3]
+    starts = of(history, "attempt_started")
+    assert len(starts) >= 3 and {r.actor for r in starts} == {"worker-1", "worker-2", "worker-3"}
+    assert all(r.time >= 7200.0 for r in starts)  # every copy runs at the due time
+    c = summary["counts"]
+    assert (c["cleanups"], c["reminders_sent"], c["acks"], c["acks_without_delete"]) == (1, 1, 1, 2)
+    assert violated(summary) == set()
+
+    naive, _ = run("01-eta-beyond-visibility-timeout", "naive")
+    assert naive["counts"]["reminders_sent"] == 3
+    assert "at_most_once_effect" in violated(naive)
+
+
+@pytest.mark.parametrize("processor, reminders", [("reference", 1), ("naive", 15)])
+def test_02_long_job_on_a_fixed_visibility_timeout_runs_three_times(processor, reminders):
+    summary, history = run("02-long-job-fixed-visibility-timeout", processor)
+    first_three = of(history, "delivered")[:3]
+    assert [(r.actor, r.time) for r in first_three] == [
+        ("worker-1", 60.0), ("worker-2", 1860.0), ("worker-3", 3660.0)]  # at 0, 30 and 60 minutes
+    assert summary["counts"]["reminders_sent"] == reminders
+    if processor == "reference":
+        assert summary["counts"]["cleanups"] == 1 and violated(summary) == set()
+        # the runs that started at 30 and 60 minutes each worked the full 2 hours for nothing
+        assert summary["counts"]["wasted_worker_s"] >= 2 * 7200
+    else:  # no run ever acks in time and none finds the work done: a reminder per run, forever
+        assert summary["counts"]["acks"] == 0 and summary["counts"]["stopped_early"] == 0
+        assert summary["counts"]["reminders_sent"] == len(of(history, "outbox_added")) >= 3
+        assert "at_most_once_effect" in violated(summary)
+
+
+def test_02_long_job_with_heartbeat_runs_once_and_recovers_within_the_lease():
+    summary, history = run("02-long-job-heartbeat")
+    delivered = of(history, "delivered")
+    killed = of(history, "crashed", "killed")
+    assert len(killed) == 1 and killed[0].time == 3060.0 and killed[0].actor == "worker-1"
+    assert [r.time for r in delivered][0] == 60.0
+    assert len(delivered) == 2  # one run, and one redelivery after the kill
+    assert 0 < delivered[1].time - 3060.0 <= 300.0
+    assert summary["counts"]["cleanups"] == 1 and summary["counts"]["reminders_sent"] == 1
+    assert violated(summary) == set()
+    naive, _ = run("02-long-job-heartbeat", "naive")
+    assert naive["counts"]["reminders_sent"] == 1  # one run reaches its write: nothing to duplicate
+
+
+def test_03_job_longer_than_the_lease_cap():
+    summary, history = run("03-job-longer-than-lease-cap")
+    delivered = of(history, "delivered")
+    assert [r.time for r in delivered[:2]] == [60.0, 60.0 + 43_200.0]  # received again at the 12 h cap
+    first_ack = next(r for r in history if r.kind in ("acked", "ack_stale") and r.actor == delivered[0].actor)
+    assert first_ack.kind == "ack_stale" and first_ack.detail == "receipt_expired"  # the delete fails
+    applied = of(history, "cleanup_applied")
+    assert len(applied) == 1 and applied[0].receive_count == 1
+    assert summary["counts"]["no_op_already_applied"] >= 1  # the second run found the work done
+    assert violated(summary) == set()
+    naive, _ = run("03-job-longer-than-lease-cap", "naive")
+    assert naive["counts"]["reminders_sent"] >= 2 and "at_most_once_effect" in violated(naive)
+
+
+@pytest.mark.parametrize("processor", ["reference", "naive"])
+def test_03_every_run_over_the_cap_is_dead_lettered_after_3_receives(processor):
+    summary, history = run("03-job-longer-than-lease-cap-dead-lettered", processor)
+    assert [r.receive_count for r in of(history, "delivered")] == [1, 2, 3]
+    dead = of(history, "dead_lettered")
+    assert len(dead) == 1 and dead[0].receive_count == 3 and dead[0].detail == "max_receive_count"
+    assert summary["slo"]["dead_lettered"] == {"value": 1.0, "threshold": 0.0, "met": False}
+    if processor == "reference":  # each run finds its lease lost and commits nothing
+        assert len(of(history, "lease_lost")) == 3 and summary["counts"]["cleanups"] == 0
+        assert violated(summary) == set()
+    else:  # autocommit: each run's writes are out before any lease check: three reminders
+        assert summary["counts"]["reminders_sent"] == 3 and "at_most_once_effect" in violated(summary)
+
+
+@pytest.mark.parametrize("processor, reminders", [("reference", 1), ("naive", 5)])
+def test_04_five_schedulers_without_a_leader(processor, reminders):
+    summary, history = run("04-five-schedulers-no-leader", processor)
+    assert sorted(r.actor for r in of(history, "published")) == [f"scheduler-{k}" for k in range(1, 6)]
+    assert summary["counts"]["reminders_sent"] == reminders
+    assert ("at_most_once_effect" in violated(summary)) == (processor == "naive")
+
+
+@pytest.mark.parametrize("processor", ["reference", "naive"])
+def test_05_misfire_state_based_catches_up_late(processor):
+    summary, history = run("05-scheduler-misfire-state-based", processor)
+    skipped = of(history, "cron_run_skipped")
+    assert [(r.time, r.detail) for r in skipped] == [(259_202.0, "misfire: 2 s late")]
+    assert [r.time for r in of(history, "cron_run_started")] == [518_400.0]
+    assert summary["counts"]["cleanups"] == 3 and violated(summary) == set()  # no loss
+    e2e = summary["slo"]["end_to_end_p99_s"]
+    assert e2e["value"] > 318_400 and e2e["met"] is False  # ...but 3 days late
+
+
+@pytest.mark.parametrize("processor", ["reference", "naive"])
+def test_05_misfire_window_based_never_cleans_up(processor):
+    summary, history = run("05-scheduler-misfire-window-based", processor)
+    assert [r.detail for r in of(history, "cron_run_skipped")] == ["misfire: 2 s late"]
+    assert summary["counts"]["cleanups"] == 0
+    lost = summary["invariants"]["no_lost_work"]
+    assert lost["holds"] is False and lost["violations"] == 3
+    assert lost["example"]["why"] == "due, never applied"
+
+
+@pytest.mark.parametrize("processor", ["reference", "naive"])
+def test_06_pop_on_fetch_loses_the_job_of_a_killed_worker(processor):
+    summary, history = run("06-pop-on-fetch-worker-killed", processor)
+    assert len(of(history, "delivered")) == 1  # never redelivered
+    assert of(history, "crashed")[0].detail == "killed"
+    lost = summary["invariants"]["no_lost_work"]
+    assert lost["violations"] == 1 and "popped on fetch" in lost["example"]["why"]
+    assert summary["counts"]["cleanups"] == 0
+
+
+def test_07_poison_job_three_ways():
+    acked, history = run("07-poison-job-acked-on-worker-lost")
+    assert len(of(history, "crashed", "poison")) == 1
+    assert [r.account_id for r in of(history, "acked", "worker_lost")] == ["poison-1"]
+    lost = acked["invariants"]["no_lost_work"]
+    assert lost["violations"] == 1 and lost["example"]["account_id"] == "poison-1"
+    assert acked["counts"]["cleanups"] == 20 and acked["invariants"]["at_most_once_effect"]["holds"]
+
+    limited, history = run("07-poison-job-requeued-with-limit")
+    assert len(of(history, "crashed", "poison")) == 5
+    dead = of(history, "dead_lettered")
+    assert [(r.account_id, r.receive_count) for r in dead] == [("poison-1", 5)]
+    assert limited["counts"]["cleanups"] == 20 and violated(limited) == set()
+
+    loop, history = run("07-poison-job-crash-loop")
+    assert len(of(history, "crashed", "poison")) > 100  # both workers, every 30 s, for an hour
+    # a healthy job slips through only when both workers restart at the same instant
+    assert loop["counts"]["cleanups"] < 5 and of(history, "dead_lettered") == []
+    assert loop["slo"]["throughput_per_s"]["met"] is False
+    assert loop["invariants"]["no_lost_work"]["violations"] == 21 - loop["counts"]["cleanups"]
+
+
+@pytest.mark.parametrize("processor", ["reference", "naive"])
+def test_07_naive_processor_gets_the_same_verdicts(processor):
+    summary, _ = run("07-poison-job-requeued-with-limit", processor)
+    assert summary["counts"]["dead_lettered"] == 1 and summary["counts"]["reminders_sent"] == 20
+
+
+@pytest.mark.parametrize("processor", ["reference", "naive"])
+def test_08_outage_longer_than_retention_loses_every_job_loudly(processor):
+    summary, history = run("08-outage-longer-than-retention", processor)
+    c = summary["counts"]
+    assert (c["jobs"], c["deliveries"], c["retention_expired"], c["dead_lettered"]) == (50, 0, 50, 0)
+    assert all(r.time == pytest.approx(3600.0, abs=0.01) for r in of(history, "retention_expired"))
+    lost = summary["invariants"]["no_lost_work"]
+    assert lost["violations"] == 50 and "dropped by retention" in lost["example"]["why"]
