@@ -70,8 +70,13 @@ def preset_data(data: dict, name: str, seed: int | None = None) -> dict:
 
 def preset_scenarios(data: dict, source: str, names: Sequence[str], seed: int | None = None) -> list[Scenario]:
     """Each preset's validated scenario, in the order of ``names``; the source of preset ``p``
-    reads "<source> (preset p)" in errors. Raises ``ScenarioError`` (one line)."""
-    return [parse(preset_data(data, name, seed), f"{source} (preset {name})") for name in names]
+    reads "<source> (preset p)" in errors. Raises ``ScenarioError`` (one line), and
+    ``UsageError`` for a fan-out scenario (compare runs the cleanup design)."""
+    scenarios = [parse(preset_data(data, name, seed), f"{source} (preset {name})") for name in names]
+    if scenarios and scenarios[0].fanout.updates:
+        raise UsageError(f"{source}: compare runs the cleanup design; a scenario with a [fanout] table "
+                         "runs with acksim run")
+    return scenarios
 
 
 def matches(record: Record, entry: str) -> bool:

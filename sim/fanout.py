@@ -29,9 +29,9 @@ import simpy
 
 from model.errors import ConflictError
 from model.job import CleanupJob
-from model.shipment import DeliveryTask, ShipmentUpdate, fan_out, update_complete
+from model.shipment import Decision, DeliveryTask, ShipmentUpdate, fan_out, update_complete
 from model.shipment_store import SqliteDeliveryRecords, connect
-from sim.faults import FaultPlan, killer
+from sim.faults import FaultPlan, fault_injector, killer
 from sim.history import History, Record
 from sim.interleave import Attempt, Finished, ProcessorHung, Sleep
 from sim.processor_ref import load_processor
@@ -175,8 +175,14 @@ class FanoutWorld:
                 self.history.record("crashed", name, message_id=delivery.message_id if delivery else None,
                                     account_id=delivery.job.account_id if delivery else None, detail=phase)
                 self.busy.discard(name)
-                queue.consumer_lost(name, delivery.message_id if delivery else None)
-                yield env.timeout(down)
+                executing = delivery.message_id if delivery is not None and phase not in ("deployment", "killed") else None
+                queue.consumer_lost(name, executing)
+                down_until = env.now + down
+                while env.now < down_until:
+                    try:
+                        yield env.timeout(down_until - env.now)
+                    except simpy.Interrupt as again:  # a deployment or kill reaching a worker already down
+                        down_until = max(down_until, env.now + again.cause[1])
                 self.history.record("restarted", name)
 
     def _handle(self, name, rng, records, delivery):
@@ -202,8 +208,8 @@ class FanoutWorld:
             elif step.when == "before":
                 if step.store == "endpoint":
                     yield env.timeout(cfg.endpoint_latency_s)
-                elif self.scenario.stores.latency_mean_s:
-                    yield env.timeout(self.scenario.stores.latency_mean_s)
+                else:
+                    yield env.timeout(self._store_latency(rng))
                 if self.fault_plan.crash(rng, delivery.number, "before_call", step.index):
                     raise _Crash("before_call")
             elif self.fault_plan.crash(rng, delivery.number, "after_call", step.index):
@@ -214,6 +220,11 @@ class FanoutWorld:
         error, decision = step.error, step.value
         if isinstance(error, ProcessorHung):
             raise error
+        if error is None and not isinstance(decision, Decision):
+            error = TypeError(f"the processor returned {decision!r}, not a model.shipment.Decision")
+        if error is not None and not isinstance(error, ConflictError):
+            self.history.record("processor_error", name, message_id=delivery.message_id, account_id=task.key,
+                                receive_count=rc, detail=f"{type(error).__name__}: {error}".splitlines()[0][:300])
         try:
             if error is None and decision is not None and decision.action == "done":
                 records.commit()
@@ -239,7 +250,15 @@ class FanoutWorld:
         else:
             if self.fault_plan.crash(rng, delivery.number, "after_commit"):
                 raise _Crash("after_commit")
+            if self.fault_plan.crash(rng, delivery.number, "during_ack"):
+                raise _Crash("during_ack")
             queue.ack(delivery, name)
+
+    def _store_latency(self, rng: random.Random) -> float:
+        st = self.scenario.stores
+        if st.latency_mean_s <= 0:
+            return 0.0
+        return st.latency_mean_s if st.latency_distribution == "constant" else rng.expovariate(1.0 / st.latency_mean_s)
 
     # --- running ---------------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -253,6 +272,8 @@ class FanoutWorld:
             self.workers.append(env.process(self._worker(name, stream(sc.seed, name))))
         if sc.faults.kills:
             env.process(killer(self, sc.faults.kills))
+        if sc.faults.deployments:
+            env.process(fault_injector(self, sc.faults.deployments))
         env.run(until=env.process(self._until_idle()))
         return Outcome(tuple(self.history.records), self.final_state())
 
@@ -289,14 +310,15 @@ class _Crash(Exception):
 # --- invariants of this design ----------------------------------------------------------
 
 def exactly_once_in_effect(history: tuple[Record, ...] | list[Record], final: FinalState) -> list[dict]:
-    """Every (update, subscriber) got exactly one effect at the subscriber, unless its task
-    was dead-lettered (a 4xx: no effect, counted, not a violation) or never received (left in
-    the queue: a violation)."""
+    """Every (update, subscriber) got exactly one effect at the subscriber, or none and its
+    task was dead-lettered because the subscriber rejected it (a 4xx: counted, not a
+    violation). Anything else is a violation: two effects, or none (retries exhausted, left
+    in the queue)."""
     effects: dict[tuple[str, str], int] = {}
     for r in history:
         if r.kind == "subscriber_effect":
             effects[(r.detail, r.account_id)] = effects.get((r.detail, r.account_id), 0) + 1
-    dead = {r.account_id for r in history if r.kind == "dead_lettered"}
+    dead = {r.account_id for r in history if r.kind == "dead_lettered" and r.detail == "rejected"}
     expected = {(r.detail.split()[0], r.account_id) for r in history if r.kind == "delivery_recorded"}
     tasks = sorted({r.account_id for r in history if r.kind == "published"})
     out = []
@@ -306,7 +328,7 @@ def exactly_once_in_effect(history: tuple[Record, ...] | list[Record], final: Fi
         n = effects.get(pair, 0)
         if n == 1 or (n == 0 and key in dead):
             continue
-        why = f"{n} effects at the subscriber" if n else "never delivered and not dead-lettered"
+        why = f"{n} effects at the subscriber" if n else "never delivered, and not rejected by the subscriber"
         out.append({"update_id": job_id, "subscriber": subscriber, "recorded": pair in expected, "why": why})
     return out
 
@@ -359,6 +381,6 @@ def build_fanout_summary(scenario: Scenario, outcome: Outcome) -> dict:
               "records": kinds["delivery_recorded"], "updates_completed": kinds["update_completed"],
               "retries": kinds["nacked"], "dead_lettered": kinds["dead_lettered"], "acks": kinds["acked"],
               "acks_without_delete": kinds["ack_stale"], "conflicts": kinds["tx_rolled_back"],
-              "processor_errors": 0, "stopped_early": int(outcome.final.stopped_early)}
+              "processor_errors": kinds["processor_error"], "stopped_early": int(outcome.final.stopped_early)}
     return {"scenario": scenario.name, "seed": scenario.seed, "invariants": invariants,
             "slo": evaluate(figures(h), scenario.slo.thresholds()), "counts": counts}

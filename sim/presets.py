@@ -254,7 +254,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                           "max_receive_count": 0, "max_attempts": 1, "max_delay_s": HORIZON_S,
                           "retention_s": HORIZON_S, "max_message_bytes": 536_870_912,
                           "nack_backoff_base_s": 300.0, "nack_backoff_max_s": 86_400.0},
-                "scheduler": {"mode": "cron", "cron_interval_s": 300.0, "catchup": "latest"}},
+                "scheduler": {"mode": "cron", "cron_interval_s": 300.0, "misfire_grace_s": 0.0, "catchup": "latest"}},
         sources={"queue.redelivery": "A-CFG: a task whose heartbeat is missing is failed and rescheduled",
                  "queue.visibility_timeout_s": "A-CFG: task_instance_heartbeat_timeout 300 s",
                  "queue.heartbeat_interval_s": "acksim: a live task heartbeats every 5 s (not in the sources read)",
@@ -269,6 +269,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                  "queue.nack_backoff_max_s": "A-CFG: max_task_retry_delay 86,400 s",
                  "scheduler.mode": "A-DR: a DAG run per schedule interval",
                  "scheduler.cron_interval_s": "acksim: a DAG scheduled every 5 minutes",
+                 "scheduler.misfire_grace_s": "A-DR: a run is for its interval; an interval the scheduler "
+                                              "missed is a missed run (no grace)",
                  "scheduler.catchup": "A-CFG: catchup_by_default False in Airflow 3, only the latest interval runs"},
         limits={"max_message_bytes": (1024, 536_870_912)},
         characteristic_hazard="with no retries a failed task stays failed; catch-up runs only the latest missed interval",

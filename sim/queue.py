@@ -106,6 +106,7 @@ class Queue:
         self._deliveries = 0
         self._held: dict[tuple[str, int], int] = {}  # (account, version) -> messages not deleted
         self._in_flight: dict[int, _Message] = {}  # on loan, in delivery order
+        self._popped: dict[int, str] = {}  # pop-on-fetch: message id -> consumer still working on it
         self._stream: deque[int] = deque()  # publish order, for the length cap
         if config.sweep_interval_s > 0 and config.redelivery != "none":
             env.process(self._sweeper())
@@ -166,10 +167,12 @@ class Queue:
     def ack(self, delivery: Delivery, consumer: str) -> bool:
         """Delete the message if ``delivery``'s receipt is still current (or it is a spurious
         copy and the message still exists). Returns whether it deleted; records "acked" or
-        "ack_stale"."""
+        "ack_stale". On a pop-on-fetch queue the message went at receipt: the ack only ends
+        the consumer's work on it, returns True and records nothing."""
         msg = self._messages[delivery.message_id]
         if self.config.redelivery == "none" and not delivery.duplicate:
-            return True  # popped at receipt: nothing left to delete
+            self._popped.pop(msg.id, None)
+            return True
         current = msg.state == "in_flight" and msg.receipt == delivery.receipt
         if current or (delivery.duplicate and msg.state in ("visible", "in_flight", "delayed")):
             self._delete(msg)
@@ -184,6 +187,7 @@ class Queue:
         with an outdated receipt or of a duplicate copy changes nothing. Returns whether it
         took effect."""
         msg = self._messages[delivery.message_id]
+        self._popped.pop(msg.id, None)  # pop-on-fetch: gone, nothing to give back
         if delivery.duplicate or not (msg.state == "in_flight" and msg.receipt == delivery.receipt):
             return False
         self._requeue(msg, consumer, delay_s, "")
@@ -196,7 +200,8 @@ class Queue:
         msg.state = "delayed"
         msg.receipt += 1  # the loan is over; the in-flight timer must not fire
         self._in_flight.pop(msg.id, None)
-        msg.failures += 1
+        if detail != "worker_lost":  # broker requeues of a lost worker carry no counter [C-DISC]
+            msg.failures += 1
         self.history.record("nacked", actor, message_id=msg.id, account_id=msg.job.account_id,
                             cleanup_version=msg.job.cleanup_version, receive_count=msg.receive_count,
                             deadline=msg.deadline_s, visible_at=self.env.now + delay_s, detail=detail)
@@ -215,6 +220,8 @@ class Queue:
         ``on_worker_lost``; the others (held, prefetched) are left to their lease, which for
         "consumer_death" redelivery ends ``disconnect_detect_s`` later."""
         cfg = self.config
+        for mid in [m for m, c in self._popped.items() if c == consumer and (not only or m == executing)]:
+            del self._popped[mid]
         held = [m for m in self._in_flight.values()
                 if m.holder == consumer and (not only or m.id == executing)]
         for msg in held:
@@ -229,9 +236,11 @@ class Queue:
                 self._at(cfg.disconnect_detect_s, self._disconnected, msg, msg.receipt)
 
     def dead_letter(self, delivery: Delivery, consumer: str, reason: str) -> bool:
-        """The consumer moves the message of its current loan to the dead-letter queue now
-        (an error that no retry can fix). Returns whether it did (False: an outdated loan)."""
+        """The consumer ends the message of its current loan now (an error no retry can fix):
+        to the dead-letter queue, or dropped when ``on_exhaustion`` is "drop". Returns
+        whether it did (False: an outdated loan, or a popped message already gone)."""
         msg = self._messages[delivery.message_id]
+        self._popped.pop(msg.id, None)
         if delivery.duplicate or not (msg.state == "in_flight" and msg.receipt == delivery.receipt):
             return False
         self._in_flight.pop(msg.id, None)
@@ -252,13 +261,13 @@ class Queue:
 
     # --- operator --------------------------------------------------------------------------
     def redrive(self, actor: str = "operator") -> int:
-        """Move every dead-lettered message back to the queue with its receive count reset,
-        as SQS's redrive does. Returns how many moved."""
+        """Move every dead-lettered message back to the queue with its receive count (and its
+        failure and stall counts) reset, as SQS's redrive does. Returns how many moved."""
         moved = [m for m in self._dlq if self._messages[m].state == "dlq"]  # retention may have taken some
         self._dlq = []
         for mid in moved:
             msg = self._messages[mid]
-            msg.receive_count = 0
+            msg.receive_count = msg.failures = msg.stalls = 0
             self._live += 1
             self._log("redriven", actor, msg, 0)
             self._make_visible(msg)
@@ -267,8 +276,9 @@ class Queue:
     # --- observation -----------------------------------------------------------------------
     @property
     def idle(self) -> bool:
-        """True when no message is delayed, visible or in flight (the DLQ may hold some)."""
-        return self._live == 0
+        """True when no message is delayed, visible or in flight, and no popped message is
+        still being worked on (the DLQ may hold some)."""
+        return self._live == 0 and not self._popped
 
     @property
     def dead_letter_queue(self) -> tuple[int, ...]:
@@ -342,8 +352,11 @@ class Queue:
         while True:
             yield self.env.timeout(self.config.sweep_interval_s)
             now = self.env.now
-            for msg in [m for m in self._in_flight.values() if m.lease_until <= now]:
-                if msg.state == "in_flight":  # a channel closed earlier in this sweep took it
+            lapsed = [(m, m.receipt) for m in self._in_flight.values() if m.lease_until <= now]
+            for msg, receipt in lapsed:
+                # a channel closed earlier in this sweep may have requeued it, and it may
+                # already be on a new loan: only the loan seen lapsed is taken back
+                if msg.state == "in_flight" and msg.receipt == receipt:
                     self._lapse(msg)
 
     def _lapse(self, msg: _Message) -> None:
@@ -357,7 +370,7 @@ class Queue:
         if cfg.redelivery == "stalled_sweep":
             msg.stalls += 1
             self._log("visibility_expired", "queue", msg, msg.receive_count, "stalled")
-            if cfg.max_stalled_count and msg.stalls > cfg.max_stalled_count:
+            if msg.stalls > cfg.max_stalled_count:
                 self._in_flight.pop(msg.id, None)
                 self._exhaust(msg, "max_stalled_count")
                 return
@@ -434,6 +447,7 @@ class Queue:
                                     self._next_number())
                 if cfg.redelivery == "none":  # pop-on-fetch: the queue forgets it now
                     self._delete(msg)
+                    self._popped[mid] = consumer
                     self._log("delivered", consumer, msg, delivery.receive_count, "pop_on_fetch")
                 else:
                     self._log("delivered", consumer, msg, delivery.receive_count)

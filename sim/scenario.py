@@ -153,8 +153,9 @@ class Queue(_Section):
     a lease found lapsed (the ack timeout) closes the consumer's channel, requeueing all its
     deliveries; "claim" (Redis Streams): a lapsed entry stays pending until a claimer, every
     ``sweep_interval_s``, takes it back (0: no claimer, never); "stalled_sweep" (BullMQ): as a
-    lease, checked every ``sweep_interval_s``, and past ``max_stalled_count`` stalls the job
-    fails to the dead-letter queue; "none": pop-on-fetch, a received message is gone.
+    lease, checked every ``sweep_interval_s``, and past ``max_stalled_count`` stalls (0: at
+    the first) the job fails to the dead-letter queue; "none": pop-on-fetch, a received
+    message is gone.
     With ``heartbeat_interval_s`` > 0 a live holder extends its lease to ``visibility_timeout_s``
     from each heartbeat, never past ``max_lease_s`` from the receipt (SQS: 12 h).
     ``sweep_interval_s`` > 0 notices lapsed leases only at sweeps (RabbitMQ checks once a
@@ -520,6 +521,18 @@ class Scenario(_Section):
     plan: Plan = Plan()
     expect: Expect | None = None
 
+    @model_validator(mode="after")
+    def _consistent(self) -> "Scenario":
+        bad_kill = next((k for k in self.faults.kills if k.worker > self.workers.count), None)
+        if bad_kill is not None:
+            raise ValueError(f"faults.kills: worker numbers go from 1 to workers.count ({self.workers.count}), "
+                             f"got {bad_kill.worker}")
+        if self.workers.stop_when_lease_lost and (
+                self.workers.ack_policy == "before_processing" or self.queue.redelivery == "none"):
+            raise ValueError("workers.stop_when_lease_lost: needs a lease to check; not with "
+                             "ack_policy = 'before_processing' or queue.redelivery = 'none'")
+        return self
+
     @field_validator("epoch")
     @classmethod
     def _utc(cls, v: datetime) -> datetime:
@@ -585,6 +598,10 @@ def _one_line(exc: ValidationError, source: str) -> str:
     if err["type"] == "extra_forbidden":
         return f"{source}: {field}: unknown key (allowed keys here: {', '.join(model.model_fields)})"
     msg = err["msg"].removeprefix("Value error, ")
+    head, sep, rest = msg.partition(": ")
+    if err["type"] == "value_error" and sep and all(part.isidentifier() for part in head.split(".")):
+        # a check across fields names its field first: "queue: x: ..." reads "queue.x: ..."
+        field, msg = (f"{'.'.join(str(p) for p in loc)}.{head}" if loc else head), rest
     rng = _describe_range(info) if info is not None and loc and isinstance(loc[-1], str) else ""
     got = err.get("input")
     got_s = "" if isinstance(got, dict) else f" (got {_short(got)})"

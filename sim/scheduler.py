@@ -42,12 +42,14 @@ class Scheduler:
         if self.world.scenario.scheduler.mode != "cron":
             return True
         world = self.world
-        due = self._session().accounts.due(world.to_datetime(world.env.now), world.scenario.scheduler.cron_batch)
-        window = world.scenario.scheduler.cron_selection == "window"
-        # a due account whose job is already queued, in flight or dead-lettered needs no run,
-        # nor (window-based) one whose window has passed: no run will ever publish it
-        return all(world.queue.holds(a.account_id, a.cleanup_version)
-                   or (window and world.to_virtual(a.deadline) <= self.window_end) for a in due)
+        now = world.env.now
+        if world.scenario.scheduler.cron_selection == "window":  # no run will publish a passed window
+            due = [a for a in self._session().accounts.all()
+                   if not a.renewed and self.window_end < world.to_virtual(a.deadline) <= now]
+        else:
+            due = self._session().accounts.due(world.to_datetime(now), world.scenario.scheduler.cron_batch)
+        # a due account whose job is already queued, in flight or dead-lettered needs no run
+        return all(world.queue.holds(a.account_id, a.cleanup_version) for a in due)
 
     def _session(self):
         if self._cron_session is None:
@@ -124,6 +126,12 @@ class Scheduler:
         return t
 
     def _cron_instance(self, actor: str):
+        """One scheduler instance's triggers: every ``cron_interval_s`` (plus jitter). A
+        trigger a stall delays past ``misfire_grace_s`` is skipped, unless ``catchup`` runs
+        it ("all": every missed one, in order, as soon as the stall ends; "latest": only the
+        last of them); one that falls while the previous run still goes on is an overrun,
+        skipped; one in a paused window is skipped. Window-based selection gives each run the
+        deadlines since the previous trigger that ran or was skipped."""
         world = self.world
         env, cfg = world.env, world.scenario.scheduler
         session = self._session()
@@ -133,17 +141,21 @@ class Scheduler:
             nominal = tick * cfg.cron_interval_s
             at = nominal + self.rng.uniform(0.0, cfg.cron_jitter_s)
             fires = self._unfrozen(at)
-            if fires < env.now:  # the previous run outlasted the interval: this trigger is missed
-                world.history.record("cron_run_skipped", actor, detail="overrun")
-                continue
-            yield env.timeout(fires - env.now)
-            window = (previous, nominal)
-            previous = nominal
-            if fires - at > cfg.misfire_grace_s and not (
-                    cfg.catchup == "all" or (cfg.catchup == "latest" and fires < nominal + cfg.cron_interval_s)):
-                world.history.record("cron_run_skipped", actor, detail=f"misfire: {fires - at:g} s late")
-                self.window_end = max(self.window_end, nominal)
-                continue
+            if fires - at > cfg.misfire_grace_s:  # a stall made it late past its grace
+                caught_up = cfg.catchup == "all" or (
+                    cfg.catchup == "latest" and self._unfrozen(nominal + cfg.cron_interval_s) > fires)
+                yield env.timeout(max(fires - env.now, 0.0))
+                window, previous = (previous, nominal), nominal
+                if not caught_up:
+                    world.history.record("cron_run_skipped", actor, detail=f"misfire: {fires - at:g} s late")
+                    self.window_end = max(self.window_end, nominal)
+                    continue
+            else:
+                if fires < env.now:  # the previous run outlasted the interval: this trigger is missed
+                    world.history.record("cron_run_skipped", actor, detail="overrun")
+                    continue
+                yield env.timeout(fires - env.now)
+                window, previous = (previous, nominal), nominal
             if any(lo <= env.now < hi for lo, hi in cfg.paused):
                 world.history.record("cron_run_skipped", actor, detail="paused")
                 self.window_end = max(self.window_end, nominal)
@@ -156,16 +168,20 @@ class Scheduler:
         self.pending += 1
         started = env.now
         world.history.record("cron_run_started", actor)
-        due = session.accounts.due(world.to_datetime(env.now), cfg.cron_batch)
-        if cfg.cron_selection == "window":
-            due = [a for a in due if window[0] < world.to_virtual(a.deadline) <= window[1]]
+        if cfg.cron_selection == "window":  # by deadline, not oldest first: lost ones must not fill the batch
+            due = [a for a in session.accounts.all() if not a.renewed
+                   and window[0] < world.to_virtual(a.deadline) <= min(window[1], env.now)][:cfg.cron_batch]
+        else:
+            due = session.accounts.due(world.to_datetime(env.now), cfg.cron_batch)
         published, outcome = 0, "done"
         for acc in due:
             if env.now + cfg.publish_latency_s - started > cfg.cron_run_limit_s:
                 outcome = "killed_at_run_limit"
                 break
             yield env.timeout(cfg.publish_latency_s)
-            self._publish(acc.account_id, acc.cleanup_version, world.to_virtual(acc.deadline), 0.0, actor)
+            deadline_s = world.to_virtual(acc.deadline)
+            self._publish(acc.account_id, acc.cleanup_version, deadline_s, 0.0, actor)
+            yield from self._crash_after_publish(acc.account_id, acc.cleanup_version, deadline_s, actor)
             published += 1
         world.history.record("cron_run_finished", actor, detail=f"{outcome} published={published}")
         self.window_end = max(self.window_end, window[1])

@@ -88,16 +88,16 @@ _HANDLING_ENDS = frozenset({"acked", "ack_stale", "nacked", "crashed", "lease_lo
 def wasted_worker_s(history: Sequence[Record]) -> float:
     """Worker seconds spent on deliveries that committed nothing for a job whose cleanup
     another delivery committed (concurrent or repeated runs of finished work: a job that
-    outlives its lease, a duplicate): from "delivered" to the end of that delivery's handling
-    (its ack, nack, crash or lost lease)."""
+    outlives its lease, a duplicate): from "delivered" (or the job's deadline, for a job held
+    until due) to the end of that delivery's handling (its ack, nack, crash or lost lease)."""
     applied = {(r.account_id, r.cleanup_version) for r in history if r.kind == "cleanup_applied"}
     started: dict[tuple[str, int], tuple[float, tuple[str, int]]] = {}  # (worker, message) -> start
     effective: set[tuple[str, int]] = set()
     wasted = 0.0
     for r in history:
         handle = (r.actor, r.message_id)
-        if r.kind == "delivered":
-            started[handle] = (r.time, (r.account_id, r.cleanup_version))
+        if r.kind == "delivered":  # a job held until its deadline (an ETA) costs nothing before it
+            started[handle] = (max(r.time, r.deadline or 0.0), (r.account_id, r.cleanup_version))
             effective.discard(handle)
         elif r.kind == "cleanup_applied":
             effective.add(handle)

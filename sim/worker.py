@@ -25,6 +25,7 @@ from sim.interleave import Attempt, Finished, ProcessorHung, Sleep
 from sim.queue import Delivery
 
 WRITE_METHODS = frozenset({"apply_once", "add_once", "put", "delete", "mark_sent", "mark_failed"})
+WHOLE_WORKER_PHASES = frozenset({"deployment", "killed"})  # the process went, not one job's child
 
 
 class WorkerCrash(Exception):
@@ -79,7 +80,7 @@ def worker(world, name: str, processor: Callable, rng: random.Random):
             _crash(world, name, session, state, phase)
             for held in state.held:  # the worker's memory is gone, and the jobs it held
                 if held.is_alive:
-                    held.interrupt()
+                    held.interrupt(phase)
             state.held = []
             down_until = env.now + down_s
             while env.now < down_until:
@@ -99,16 +100,16 @@ def _held(world, name: str, processor: Callable, rng: random.Random, delivery: D
     session = world.db.session()
     state = _State()
     state.delivery = delivery
+    due = False
     try:
         yield env.timeout(delivery.deadline_s - env.now)
+        due = True
         yield from _handle(world, name, processor, rng, session, state, delivery)
     except WorkerCrash as exc:
         _crash(world, name, session, state, exc.phase, only=delivery.message_id)
-    except simpy.Interrupt:
-        if state.attempt is not None:
-            state.attempt.abandon()
-        if session.in_transaction:
-            session.rollback()
+    except simpy.Interrupt as exc:  # the worker went down; a job already running is recorded as crashed
+        if due:
+            _crash(world, name, session, state, exc.cause or "killed", only=delivery.message_id)
     finally:
         world.busy.discard(key)
         session.close()
@@ -144,7 +145,10 @@ def _crash(world, name: str, session, state: _State, phase: str, only: int | Non
     state.receiving = None
     if only is None:
         world.busy.discard(name)
-    world.queue.consumer_lost(name, held.message_id if held else None, only=only is not None)
+    # on_worker_lost (Celery's acks_late) concerns the child running the job; a worker that is
+    # stopped (deployment) or killed leaves every loan to its lease
+    executing = held.message_id if held is not None and phase not in WHOLE_WORKER_PHASES else None
+    world.queue.consumer_lost(name, executing, only=only is not None)
 
 
 def _log_tx(world, kind: str, name: str, d: Delivery, detail: str) -> None:
@@ -180,10 +184,10 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
     env, queue, cfg = world.env, world.queue, world.scenario.workers
     plan, restart = world.fault_plan, cfg.restart_delay_s
     unit_of_work = cfg.transaction_scope == "unit_of_work"
-    if delivery.job.account_id in world.poison_accounts:
-        raise WorkerCrash("poison", restart)
     if cfg.ack_policy == "before_processing":
         yield from _ack(world, name, rng, delivery)
+    if delivery.job.account_id in world.poison_accounts:
+        raise WorkerCrash("poison", restart)
     work_at_start = cfg.service_time_at == "start"
     if cfg.service_time_mean_s > 0 and work_at_start:  # the job's own work, outside the unit of work
         yield env.timeout(_service_time(cfg, rng))

@@ -109,7 +109,7 @@ def test_run_command_runs_the_fanout_design(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("bad, message", [
-    ({"rejecting_subscribers": [9]}, "x: fanout: rejecting_subscribers: subscriber numbers go from 1 to subscribers (4), got 9"),
+    ({"rejecting_subscribers": [9]}, "x: fanout.rejecting_subscribers: subscriber numbers go from 1 to subscribers (4), got 9"),
     ({"rate_limit_probability": 0.6, "server_error_probability": 0.6}, "must add up to at most 1"),
 ])
 def test_bad_fanout_tables_get_one_line(bad, message):
@@ -117,3 +117,31 @@ def test_bad_fanout_tables_get_one_line(bad, message):
     with pytest.raises(ScenarioError) as err:
         parse({"fanout": {"updates": 1, "subscribers": 4, **bad}}, "x")
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def none_returning(task, records, endpoint, **_policy):
+    endpoint.send(task.subscriber, task.update_id, task.key)
+
+
+def test_a_processor_that_returns_no_decision_is_a_finding():
+    summary, outcome = fanout(none_returning, fanout={"updates": 1, "subscribers": 2}, queue={"max_receive_count": 2})
+    errors = [r for r in outcome.history if r.kind == "processor_error"]
+    assert errors and errors[0].detail.startswith("TypeError: the processor returned None")
+    assert summary["counts"]["processor_errors"] == len(errors) == 4  # 2 tasks x 2 receives
+
+
+def test_retries_exhausted_without_an_effect_break_exactly_once():
+    summary, _ = fanout(fanout={"updates": 1, "subscribers": 2, "server_error_probability": 1.0},
+                        queue={"max_receive_count": 3})
+    found = summary["invariants"]["exactly_once_in_effect"]
+    assert found["violations"] == 2 and found["example"]["why"] == "never delivered, and not rejected by the subscriber"
+
+
+def test_a_second_kill_while_down_extends_the_downtime():
+    kills = [{"at_s": 61, "worker": 1, "down_s": 100}, {"at_s": 100, "worker": 1, "down_s": 200}]
+    summary, outcome = fanout(faults={"kills": kills}, workers={"count": 1},
+                              fanout={"updates": 1, "subscribers": 1, "endpoint_latency_s": 5})
+    h = outcome.history
+    assert [(r.time, r.detail) for r in h if r.kind == "crashed"] == [(61.0, "killed")]  # mid-call
+    assert [r.time for r in h if r.kind == "restarted"] == [300.0]
+    assert summary["counts"]["records"] == 1 and all(v["holds"] for v in summary["invariants"].values())

@@ -171,8 +171,7 @@ def test_temporal_a_crashed_activity_waits_out_its_start_to_close_timeout():
 
 
 def test_airflow_catchup_runs_only_the_latest_missed_interval():
-    summary, h = run(scenario("airflow", scheduler={"misfire_grace_s": 0},
-                              faults={"scheduler_stalls": [[250, 1250]]}))
+    summary, h = run(scenario("airflow", faults={"scheduler_stalls": [[250, 1250]]}))
     assert [r.detail.split(":")[0] for r in h if r.kind == "cron_run_skipped"] == ["misfire"] * 3
     assert [r.time for r in h if r.kind == "cron_run_started"][:1] == [1250.0]
     assert witnesses("airflow", h) == 3
@@ -200,3 +199,52 @@ def test_celery_a_worker_that_goes_down_loses_the_jobs_it_held():
     # all three were held since 0; the kill at 300 loses them; they return at 900 and run then
     assert [r.time for r in h if r.kind == "visibility_expired"] == [900.0] * 3
     assert sorted(round(r.time) for r in h if r.kind == "cleanup_applied") == [900] * 3
+
+
+@pytest.mark.parametrize("catchup, runs_at, skipped", [("none", [1500.0], 4), ("latest", [1250.0], 3),
+                                                       ("all", [1250.0] * 4, 0)])
+def test_catchup_after_a_stall(catchup, runs_at, skipped):
+    sc = scenario("cron", scheduler={"cron_jitter_s": 0, "catchup": catchup, "publish_latency_s": 0},
+                  faults={"scheduler_stalls": [[250, 1250]]})
+    summary, h = run(sc)  # the triggers of 300, 600, 900 and 1200 fall in the stall
+    assert [r.time for r in h if r.kind == "cron_run_started"] == runs_at
+    assert len([r for r in h if r.kind == "cron_run_skipped"]) == skipped
+    assert summary["counts"]["cleanups"] == 1
+
+
+def test_window_based_cron_is_not_starved_by_accounts_lost_earlier():
+    plan = {"accounts": [{"account_id": f"p{t}", "deadline_s": t} for t in (110, 120, 210, 220, 310)]}
+    sc = scenario("cron", plan=plan, scheduler={"cron_interval_s": 100, "cron_jitter_s": 0, "cron_batch": 2,
+                                               "cron_selection": "window"},
+                  faults={"scheduler_stalls": [[199, 202]]})
+    summary, h = run(sc)
+    assert summary["counts"]["cleanups"] == 3  # the windows after the misfire still publish
+    lost = summary["invariants"]["no_lost_work"]
+    assert lost["violations"] == 2 and lost["example"]["account_id"] == "p110"
+
+
+def test_celery_early_ack_comes_before_the_job_can_crash_its_worker():
+    summary, h = run(scenario("celery-redis", workers={"ack_policy": "before_processing"},
+                              queue={"on_worker_lost": "requeue"}, faults={"poison_accounts": ["p000"]}))
+    assert [r.kind for r in h if r.kind in ("acked", "crashed", "nacked", "delivered")] == [
+        "delivered", "acked", "crashed"]  # acked on receipt: nothing left to requeue
+    assert summary["invariants"]["no_lost_work"]["violations"] == 1
+
+
+def test_on_worker_lost_is_about_the_child_not_a_killed_worker():
+    summary, h = run(scenario("celery-redis", queue={"visibility_timeout_s": 300},
+                              workers={"service_time_mean_s": 50, "service_time_distribution": "constant"},
+                              faults={"kills": [{"at_s": 80, "worker": 1, "down_s": 10}]}))
+    assert [r.detail for r in h if r.kind == "acked"] == [""]  # no "worker_lost" ack: the lease brings it back
+    assert [r.time for r in h if r.kind == "visibility_expired"] == [300.0]  # received at 0 (an ETA job)
+    assert summary["counts"]["cleanups"] == 1
+
+
+def test_a_held_job_killed_while_running_is_recorded():
+    summary, h = run(scenario("celery-redis", queue={"visibility_timeout_s": 600},
+                              workers={"count": 1, "service_time_mean_s": 50, "service_time_distribution": "constant"},
+                              plan={"accounts": [{"account_id": "p000", "deadline_s": 100}]},
+                              faults={"kills": [{"at_s": 120, "worker": 1, "down_s": 10}]}))
+    crashed = [(r.time, r.message_id, r.detail) for r in h if r.kind == "crashed"]
+    assert crashed == [(120.0, None, "killed"), (120.0, 1, "killed")]  # the worker, and the job it was running
+    assert summary["slo"]["recovery_time_p99_s"]["value"] is not None and summary["counts"]["cleanups"] == 1

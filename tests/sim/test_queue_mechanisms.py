@@ -66,6 +66,20 @@ def test_rabbitmq_ack_timeout_requeues_every_delivery_of_that_consumer():
     assert expired == [(1800, 1, "consumer_timeout"), (1800, 2, "consumer_timeout")]
 
 
+def test_rabbitmq_ack_timeout_takes_back_only_the_loans_it_saw_lapse():
+    env, h, q = make(redelivery="consumer_death", visibility_timeout_s=1800, sweep_interval_s=60)
+    publish(q, 2)
+    env.process(consumer(env, q, "w1", times=2))  # holds both, acks neither
+    env.process(consumer(env, q, "w2", start=1, times=2))
+    env.process(consumer(env, q, "w3", start=2))
+    env.run(until=1900)
+    # both requeued at 1800 and handed straight to w2 and w3: those new loans are not lapsed
+    assert [(r.time, r.kind, r.actor, r.message_id) for r in h.records
+            if r.time == 1800 and r.kind in ("visibility_expired", "delivered")] == [
+        (1800, "visibility_expired", "queue", 1), (1800, "delivered", "w2", 1),
+        (1800, "visibility_expired", "queue", 2), (1800, "delivered", "w3", 2)]
+
+
 def test_rabbitmq_requeues_a_dead_consumers_deliveries_after_the_heartbeat_timeout():
     env, h, q = make(redelivery="consumer_death", visibility_timeout_s=1800, sweep_interval_s=60,
                      disconnect_detect_s=60)
@@ -121,8 +135,9 @@ def test_pop_on_fetch_forgets_the_message_at_receipt():
     env.process(consumer(env, q, "w1"))
     env.run(until=10)
     assert [(r.kind, r.detail) for r in h.records if r.kind == "delivered"] == [("delivered", "pop_on_fetch")]
-    assert q.idle and q.in_flight() == []
-    q.consumer_lost("w1")
+    assert q.in_flight() == [] and not q.idle  # gone from the queue, still being worked on
+    q.consumer_lost("w1", executing=1)
+    assert q.idle
     env.run(until=10_000)
     assert len([r for r in h.records if r.kind == "delivered"]) == 1
 
@@ -138,6 +153,35 @@ def test_on_worker_lost_ack_deletes_and_requeue_returns_it_at_once():
         env.run(until=1000)
         after = [(r.time, r.kind) for r in h.records if r.time == 5 and r.kind in ("acked", "nacked", "delivered")]
         assert [k for _t, k in after] == kinds
+
+
+def test_bullmq_max_stalled_count_0_fails_at_the_first_stall_and_redrive_resets_the_counts():
+    env, h, q = make(redelivery="stalled_sweep", visibility_timeout_s=30, sweep_interval_s=30,
+                     max_stalled_count=0, max_receive_count=0)
+    publish(q)
+    env.process(consumer(env, q, "w0"))
+    env.run(until=10)
+    q.consumer_lost("w0")
+    env.run(until=40)
+    assert [(r.time, r.kind, r.detail) for r in h.records if r.kind == "dead_lettered"] == [
+        (30, "dead_lettered", "max_stalled_count")]
+    q.redrive()
+    env.process(consumer(env, q, "w1"))
+    env.run(until=50)
+    assert [(r.kind, r.receive_count) for r in h.records if r.kind in ("redriven", "delivered")][-2:] == [
+        ("redriven", 0), ("delivered", 1)]
+
+
+def test_a_worker_lost_requeue_is_not_a_failed_attempt():
+    env, h, q = make(on_worker_lost="requeue", max_attempts=1, max_receive_count=0)
+    publish(q)
+    env.process(consumer(env, q, "w1"))
+    env.process(consumer(env, q, "w2", start=1))
+    env.run(until=5)
+    q.consumer_lost("w1", executing=1)
+    env.run(until=10)
+    assert [r.kind for r in h.records if r.kind in ("nacked", "dead_lettered", "delivered")] == [
+        "delivered", "nacked", "delivered"]
 
 
 def test_max_attempts_dead_letters_after_that_many_failures():

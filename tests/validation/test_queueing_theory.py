@@ -10,7 +10,7 @@ parallel over the machine's cores, under a minute on 2.
 The 3 % bound on the mean wait itself is a ``nightly`` test (``make test-nightly``): waits in
 heavy traffic are so strongly correlated that at ρ = 0.9 a run of 100k jobs still has a
 standard error of about 7 %, and a 3 % bound needs millions of jobs (4 million here, 16
-independent replications, about ten minutes on 2 cores).
+independent replications, about 17 minutes on 2 cores).
 """
 
 import math
