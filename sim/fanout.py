@@ -358,8 +358,28 @@ def complete_only_when_all_recorded(history, final: FinalState) -> list[dict]:
     return out
 
 
+def every_update_completes(history, final: FinalState) -> list[dict]:
+    """Every update none of whose subscribers rejected its delivery (a 4xx) ends complete: its
+    N records committed and the join marked it. Reported: updates left incomplete (a delivery
+    whose retries ran out, or whose effect happened and whose record never committed)."""
+    tasks: dict[str, list[str]] = {}
+    for r in history:
+        if r.kind == "published":
+            tasks.setdefault(r.account_id.split(":", 2)[1], []).append(r.account_id)
+    rejected = {r.account_id.split(":", 2)[1] for r in history if r.kind == "dead_lettered" and r.detail == "rejected"}
+    completed = {r.account_id for r in history if r.kind == "update_completed"}
+    recorded: dict[str, int] = {}
+    for r in history:
+        if r.kind == "delivery_recorded":
+            upd = r.detail.split()[0]
+            recorded[upd] = recorded.get(upd, 0) + 1
+    return [{"update_id": upd, "why": f"never complete: {recorded.get(upd, 0)} of {len(keys)} records"}
+            for upd, keys in sorted(tasks.items()) if upd not in rejected and upd not in completed]
+
+
 FANOUT_INVARIANTS = (("exactly_once_in_effect", exactly_once_in_effect),
-                     ("complete_only_when_all_recorded", complete_only_when_all_recorded))
+                     ("complete_only_when_all_recorded", complete_only_when_all_recorded),
+                     ("every_update_completes", every_update_completes))
 
 
 def build_fanout_summary(scenario: Scenario, outcome: Outcome) -> dict:

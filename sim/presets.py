@@ -16,6 +16,7 @@ timeout, a claim, a stall, a misfire...), counted by ``acksim compare``.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 HORIZON_S = 400 * 86_400.0  # the longest virtual time (sim.scenario.HORIZON_S): "no limit"
@@ -63,7 +64,7 @@ _RMQ_SOURCES = {
     "queue.max_lease_s": "RMQ-CONS: no cap beyond the ack timeout",
     "queue.max_delay_s": "RMQ-DELAY: no delay in core (a plugin); the scheduler holds the timer",
     "queue.retention_s": "RMQ-DLX: no expiry unless a TTL is set",
-    "queue.max_message_bytes": "RMQ-MAXMSG: max_message_size 16 MiB since 4.0",
+    "queue.max_message_bytes": "RMQ-MAXMSG: max_message_size 16 MiB since 4.0 (configurable to the 512 MiB cap)",
     "queue.nack_backoff_base_s": "RMQ-CONF: basic.nack/reject with requeue: no delay",
     "queue.nack_backoff_max_s": "RMQ-CONF: no delay",
     "queue.requeue_at_head": "RMQ-CONF: a requeued message goes back to its original position, or nearer the head",
@@ -313,7 +314,7 @@ def apply_preset(data: dict) -> tuple[dict, Preset]:
     queue = data.get("queue") if isinstance(data.get("queue"), dict) else {}
     name = queue.get("preset", DEFAULT_PRESET)
     if not isinstance(name, str) or name not in PRESETS:
-        raise KeyError(f"queue.preset: unknown preset {name!r}; allowed: {', '.join(PRESETS)}")
+        raise KeyError(f"queue.preset: unknown preset {json.dumps(name)}; allowed: {', '.join(PRESETS)}")
     preset = PRESETS[name]
     out = dict(data)
     for table, defaults in preset.tables.items():

@@ -33,7 +33,7 @@ def load_processor(ref: str, field: str = "processor", params: tuple[str, ...] =
     if not sep or not target or not name.isidentifier():
         raise ScenarioError(f"{field}: expected {FORM}, got {ref!r}")
     try:
-        module = _import_file(target) if target.endswith(".py") or "/" in target else importlib.import_module(target)
+        module = _import_file(target, field) if target.endswith(".py") or "/" in target else importlib.import_module(target)
     except ScenarioError:
         raise
     except BaseException as exc:  # noqa: BLE001 - any import-time failure of user code is bad input
@@ -80,10 +80,13 @@ def reference_of(fn) -> str:
     return f"{Path(source).resolve()}:{name}"
 
 
-def _import_file(target: str):
+def _import_file(target: str, field: str = "processor"):
     path = Path(target)
     if not path.is_file():
-        raise ScenarioError(f"processor: file {target!r} not found (from {Path.cwd()})")
+        what = "is not a file" if path.exists() else "not found"
+        raise ScenarioError(f"{field}: file {target!r} {what} (from {Path.cwd()})")
+    if path.suffix != ".py":
+        raise ScenarioError(f"{field}: file {target!r} is not a Python file (.py)")
     resolved = path.resolve()
     module_name = "acksim_processor_" + hashlib.sha256(str(resolved).encode()).hexdigest()[:12]
     if module_name in sys.modules:

@@ -50,7 +50,8 @@ def _ordered_windows(v: tuple[tuple[float, float], ...]) -> tuple[tuple[float, f
     """Validate time windows ``[start_s, end_s]`` (start before end); returns them."""
     for lo, hi in v:
         if lo >= hi:
-            raise ValueError(f"each window must be [start_s, end_s] with start_s < end_s, got {[lo, hi]}")
+            raise ValueError(f"each window must be [start_s, end_s] with start_s < end_s; "
+                             f"[{lo:g}, {hi:g}] is not")
     return v
 
 
@@ -216,6 +217,16 @@ class Queue(_Section):
         if self.kind == "fifo" and self.duplicate_probability > 0:
             raise ValueError("duplicate_probability: a FIFO queue delivers no spurious duplicates; "
                              "set 0 or use kind = 'standard'")
+        return self
+
+    @model_validator(mode="after")
+    def _lease_cap_holds_a_lease(self) -> "Queue":
+        if self.max_lease_s < self.visibility_timeout_s:
+            raise ValueError(f"max_lease_s: must be at least visibility_timeout_s ({self.visibility_timeout_s:g}), "
+                             f"got {self.max_lease_s:g}")
+        if self.redelivery == "none" and self.heartbeat_interval_s:
+            raise ValueError("heartbeat_interval_s: a pop-on-fetch queue (redelivery = 'none') has no lease to "
+                             "extend; set 0")
         return self
 
     @model_validator(mode="after")
@@ -527,6 +538,17 @@ class Scenario(_Section):
         if bad_kill is not None:
             raise ValueError(f"faults.kills: worker numbers go from 1 to workers.count ({self.workers.count}), "
                              f"got {bad_kill.worker}")
+        if self.fanout != Fanout() and not self.fanout.updates:
+            raise ValueError("fanout.updates: set at least 1 to run the fan-out design (its other keys are set)")
+        sched = self.scheduler
+        if sched.mode != "cron" and (self.faults.scheduler_stalls or sched.catchup != "none"
+                                     or sched.misfire_grace_s != HORIZON_S):
+            raise ValueError("scheduler.mode: scheduler_stalls, misfire_grace_s and catchup apply to "
+                             "mode = 'cron' only")
+        known = {a.account_id for a in self.plan.accounts}
+        stranger = next((a for a in self.faults.poison_accounts if known and a not in known), None)
+        if stranger is not None:
+            raise ValueError(f"faults.poison_accounts: {stranger!r} is not in plan.accounts")
         if self.workers.stop_when_lease_lost and (
                 self.workers.ack_policy == "before_processing" or self.queue.redelivery == "none"):
             raise ValueError("workers.stop_when_lease_lost: needs a lease to check; not with "

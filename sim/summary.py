@@ -143,8 +143,10 @@ def build_summary(scenario: Scenario, outcome: Outcome) -> dict:
 
 
 def passed(summary: dict) -> bool:
-    """True when every invariant holds, no SLO threshold is missed and the processor raised
-    no error of its own (an unexpected exception of the code under test is a finding)."""
+    """True when every invariant holds, no SLO threshold is missed, the processor raised no
+    error of its own (an unexpected exception of the code under test is a finding) and the
+    run was not cut at ``run.max_records`` (a run that never drained cannot be judged)."""
     return (all(v["holds"] for v in summary["invariants"].values())
             and all(v["met"] is not False for v in summary["slo"].values())
-            and not summary["counts"].get("processor_errors"))
+            and not summary["counts"].get("processor_errors")
+            and not summary["counts"].get("stopped_early"))

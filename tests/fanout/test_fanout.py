@@ -145,3 +145,11 @@ def test_a_second_kill_while_down_extends_the_downtime():
     assert [(r.time, r.detail) for r in h if r.kind == "crashed"] == [(61.0, "killed")]  # mid-call
     assert [r.time for r in h if r.kind == "restarted"] == [300.0]
     assert summary["counts"]["records"] == 1 and all(v["holds"] for v in summary["invariants"].values())
+
+
+def test_an_update_that_can_never_complete_is_reported():
+    # pop-on-fetch: a delivery whose record conflicted is gone, its effect done, its update never complete
+    summary, _ = fanout(queue={"preset": "cron"}, fanout={"updates": 5, "subscribers": 3, "endpoint_latency_s": 0.5})
+    found = summary["invariants"]["every_update_completes"]
+    assert summary["counts"]["conflicts"] > 0 and not found["holds"]
+    assert found["example"]["why"].startswith("never complete: ")

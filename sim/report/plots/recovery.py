@@ -20,7 +20,11 @@ def plot_recovery_times(history: Sequence[Record]) -> bytes:
         note(ax, "no recoveries")
         ax.set_title("Recovery time")
     else:
-        ax.hist(times, bins=BINS, color="tab:purple", alpha=0.8)
+        lo, hi = float(times.min()), float(times.max())
+        if hi - lo < 1e-3:  # (nearly) equal times: one bar a second wide, not 40 bins of nothing
+            ax.hist(times, bins=1, range=(lo - 0.5, hi + 0.5), color="tab:purple", alpha=0.8)
+        else:
+            ax.hist(times, bins=BINS, color="tab:purple", alpha=0.8)
         ax.set_yscale("log")  # the tail (second and third timeouts) matters as much as the mode
         ax.set_title(f"Recovery time ({times.size} messages, max {times.max():.1f} s)")
     ax.set_xlabel("virtual seconds from first failure to ack")
