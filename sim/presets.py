@@ -314,7 +314,8 @@ def apply_preset(data: dict) -> tuple[dict, Preset]:
     queue = data.get("queue") if isinstance(data.get("queue"), dict) else {}
     name = queue.get("preset", DEFAULT_PRESET)
     if not isinstance(name, str) or name not in PRESETS:
-        raise KeyError(f"queue.preset: unknown preset {json.dumps(name)}; allowed: {', '.join(PRESETS)}")
+        shown = repr(name) if isinstance(name, str) else json.dumps(name)  # TOML's true, not Python's True
+        raise KeyError(f"queue.preset: unknown preset {shown}; allowed: {', '.join(PRESETS)}")
     preset = PRESETS[name]
     out = dict(data)
     for table, defaults in preset.tables.items():

@@ -220,10 +220,7 @@ class Queue(_Section):
         return self
 
     @model_validator(mode="after")
-    def _lease_cap_holds_a_lease(self) -> "Queue":
-        if self.max_lease_s < self.visibility_timeout_s:
-            raise ValueError(f"max_lease_s: must be at least visibility_timeout_s ({self.visibility_timeout_s:g}), "
-                             f"got {self.max_lease_s:g}")
+    def _pop_on_fetch_has_no_lease(self) -> "Queue":
         if self.redelivery == "none" and self.heartbeat_interval_s:
             raise ValueError("heartbeat_interval_s: a pop-on-fetch queue (redelivery = 'none') has no lease to "
                              "extend; set 0")
@@ -644,6 +641,10 @@ def parse(data: dict, source: str = "scenario") -> Scenario:
     except ValidationError as exc:
         raise ScenarioError(_one_line(exc, source)) from None
     problem = limit_violation(preset, scenario.queue)
+    q = scenario.queue
+    if not problem and q.max_lease_s < q.visibility_timeout_s:  # after the preset's limits: they say more
+        problem = (f"queue.max_lease_s: must be at least visibility_timeout_s ({q.visibility_timeout_s:g}), "
+                   f"got {q.max_lease_s:g}")
     if problem:
         raise ScenarioError(f"{source}: {problem}")
     return scenario

@@ -61,6 +61,20 @@ def test_a_scenario_field_wins_over_its_preset_and_the_rest_come_from_the_preset
      "x: queue.max_delay_s: the sqs-fifo preset allows 0 <= value <= 900 (got 1000)"),
     ({"queue": {"preset": "kafka"}}, "x: queue.preset: unknown preset 'kafka'; allowed: rest-queue, sqs-standard"),
     ({"queue": {"preset": 3}}, "x: queue.preset: unknown preset 3; allowed: rest-queue"),
+    ({"queue": {"preset": True}}, "x: queue.preset: unknown preset true; allowed: rest-queue"),
+    ({"queue": {"visibility_timeout_s": 600, "max_lease_s": 60}},
+     "x: queue.max_lease_s: must be at least visibility_timeout_s (600), got 60"),
+    ({"queue": {"redelivery": "none", "heartbeat_interval_s": 5}},
+     "x: queue.heartbeat_interval_s: a pop-on-fetch queue (redelivery = 'none') has no lease to extend"),
+    ({"faults": {"scheduler_stalls": [[10, 20]]}},
+     "x: scheduler.mode: scheduler_stalls, misfire_grace_s and catchup apply to mode = 'cron' only"),
+    ({"fanout": {"subscribers": 3}}, "x: fanout.updates: set at least 1 to run the fan-out design"),
+    ({"workers": {"count": 2}, "faults": {"kills": [{"at_s": 1, "worker": 3}]}},
+     "x: faults.kills: worker numbers go from 1 to workers.count (2), got 3"),
+    ({"plan": {"accounts": [{"account_id": "a", "deadline_s": 1}]}, "faults": {"poison_accounts": ["b"]}},
+     "x: faults.poison_accounts: 'b' is not in plan.accounts"),
+    ({"workers": {"stop_when_lease_lost": True, "ack_policy": "before_processing"}},
+     "x: workers.stop_when_lease_lost: needs a lease to check"),
 ])
 def test_out_of_range_or_unknown_gets_one_line(data, message):
     with pytest.raises(ScenarioError) as err:
