@@ -235,7 +235,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                  "queue.visibility_timeout_s": "T-AF: Start-To-Close has no default (it or Schedule-To-Close "
                                                "must be set); acksim: 300 s",
                  "queue.max_lease_s": "T-AF: no cap but Schedule-To-Close (default unlimited)",
-                 "queue.heartbeat_interval_s": "T-AF: heartbeat timeout unset = off",
+                 "queue.heartbeat_interval_s": "T-AF: heartbeat timeout unset = off (to model one: "
+                                               "visibility_timeout_s = the heartbeat timeout, max_lease_s = "
+                                               "start-to-close, heartbeat_interval_s = the SDK's throttle)",
                  "queue.max_receive_count": "T-RP: maximum attempts unlimited",
                  "queue.max_attempts": "T-RP: maximum attempts unlimited",
                  "queue.max_delay_s": "T-TIMER: durable timers for months or years",
@@ -260,7 +262,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                  "queue.visibility_timeout_s": "A-CFG: task_instance_heartbeat_timeout 300 s",
                  "queue.heartbeat_interval_s": "acksim: a live task heartbeats every 5 s (not in the sources read)",
                  "queue.sweep_interval_s": "A-CFG: the heartbeat timeout is checked every 10 s",
-                 "queue.max_lease_s": "A-CFG: default_task_execution_timeout empty, never times out",
+                 "queue.max_lease_s": "A-CFG: default_task_execution_timeout empty, never times out (an "
+                                      "execution timeout: max_lease_s with workers.stop_when_lease_lost)",
                  "queue.max_receive_count": "A-CFG: no broker-side limit",
                  "queue.max_attempts": "A-CFG: default_task_retries 0, one try",
                  "queue.max_delay_s": "queue-semantics §8: n/a (the scheduler's interval)",
