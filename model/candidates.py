@@ -15,17 +15,23 @@ from model.job import CleanupJob, reminder_event_key
 from model.processor import process
 
 
+def _clean_up_once(job: CleanupJob, cleanup_store, outbox) -> None:
+    """The reference's last step: unless already applied, the cleanup marker and its outbox
+    event (the same store calls, in the same order)."""
+    if cleanup_store.was_applied(job.account_id, job.cleanup_version):
+        return
+    cleanup_store.apply_once(account_id=job.account_id, cleanup_version=job.cleanup_version)
+    outbox.add_once(event_key=reminder_event_key(job.account_id, job.cleanup_version),
+                    account_id=job.account_id, cleanup_version=job.cleanup_version)
+
+
 def no_version_check(job: CleanupJob, accounts, cleanup_store, outbox) -> None:
     """The reference without the cleanup-version comparison: an old deadline's job cleans up
     an account whose deadline was extended (or whose next term began)."""
     account = accounts.get(job.account_id)
     if account is None or account.renewed:
         return
-    if cleanup_store.was_applied(job.account_id, job.cleanup_version):
-        return
-    cleanup_store.apply_once(account_id=job.account_id, cleanup_version=job.cleanup_version)
-    outbox.add_once(event_key=reminder_event_key(job.account_id, job.cleanup_version),
-                    account_id=job.account_id, cleanup_version=job.cleanup_version)
+    _clean_up_once(job, cleanup_store, outbox)
 
 
 def no_renewed_check(job: CleanupJob, accounts, cleanup_store, outbox) -> None:
@@ -34,11 +40,7 @@ def no_renewed_check(job: CleanupJob, accounts, cleanup_store, outbox) -> None:
     account = accounts.get(job.account_id)
     if account is None or account.cleanup_version != job.cleanup_version:
         return
-    if cleanup_store.was_applied(job.account_id, job.cleanup_version):
-        return
-    cleanup_store.apply_once(account_id=job.account_id, cleanup_version=job.cleanup_version)
-    outbox.add_once(event_key=reminder_event_key(job.account_id, job.cleanup_version),
-                    account_id=job.account_id, cleanup_version=job.cleanup_version)
+    _clean_up_once(job, cleanup_store, outbox)
 
 
 def no_missing_account_check(job: CleanupJob, accounts, cleanup_store, outbox) -> None:
@@ -47,11 +49,7 @@ def no_missing_account_check(job: CleanupJob, accounts, cleanup_store, outbox) -
     account = accounts.get(job.account_id)
     if account.cleanup_version != job.cleanup_version or account.renewed:
         return
-    if cleanup_store.was_applied(job.account_id, job.cleanup_version):
-        return
-    cleanup_store.apply_once(account_id=job.account_id, cleanup_version=job.cleanup_version)
-    outbox.add_once(event_key=reminder_event_key(job.account_id, job.cleanup_version),
-                    account_id=job.account_id, cleanup_version=job.cleanup_version)
+    _clean_up_once(job, cleanup_store, outbox)
 
 
 def naive(job: CleanupJob, accounts, cleanup_store, outbox) -> None:

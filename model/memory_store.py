@@ -36,7 +36,7 @@ from model.errors import (
     UniqueViolation,
 )
 from model.job import Account
-from model.store_api import DbOptions, OutboxEvent, Write
+from model.store_api import DbOptions, OpenSessions, OutboxEvent, Write
 
 _UTC = timezone.utc
 
@@ -113,7 +113,7 @@ class MemoryDatabase:
         self._commit_no = 0
         self._writer: MemorySession | None = None
         self._snaps: dict[MemorySession, int] = {}  # open transactions' snapshots
-        self._sessions: dict[int, MemorySession] = {}
+        self._sessions = OpenSessions()
         self._accounts = _Versioned()  # account_id -> Account
         self._markers = _Versioned()  # (account_id, version) -> row count
         self._outbox = _Versioned()  # seq -> OutboxEvent
@@ -125,14 +125,11 @@ class MemoryDatabase:
 
     def session(self) -> MemorySession:
         """A new session (autocommit until ``begin()``)."""
-        session = MemorySession(self)
-        self._sessions[id(session)] = session
-        return session
+        return self._sessions.add(MemorySession(self))
 
     def close(self) -> None:
         """Close every open session (rolling back its transaction)."""
-        for session in list(self._sessions.values()):
-            session.close()
+        self._sessions.close_all()
 
     def _install(self, s: MemorySession) -> None:
         number = self._commit_no + 1
@@ -239,7 +236,7 @@ class MemorySession:
         if self._in_tx:
             self._end()
         self._closed = True
-        self._db._sessions.pop(id(self), None)
+        self._db._sessions.discard(self)
 
     # -- internals shared by the stores -------------------------------------------------
 

@@ -28,7 +28,7 @@ from model.errors import (
     UniqueViolation,
 )
 from model.job import Account
-from model.store_api import DbOptions, OutboxEvent, Write
+from model.store_api import DbOptions, OpenSessions, OutboxEvent, Write
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MICROSECOND = timedelta(microseconds=1)
@@ -140,7 +140,7 @@ class SqliteDatabase:
             raise ValueError(f"path={path!r}: the sqlite backend needs a database file path")
         self.path = path
         self.options = options
-        self._sessions: dict[int, SqliteSession] = {}
+        self._sessions = OpenSessions()
         conn = _connect(path)
         try:
             conn.executescript(
@@ -156,14 +156,11 @@ class SqliteDatabase:
 
     def session(self) -> SqliteSession:
         """A new session with its own connection (autocommit until ``begin()``)."""
-        session = SqliteSession(self)
-        self._sessions[id(session)] = session
-        return session
+        return self._sessions.add(SqliteSession(self))
 
     def close(self) -> None:
         """Close every session still open (rolling back its transaction)."""
-        for session in list(self._sessions.values()):
-            session.close()
+        self._sessions.close_all()
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -243,7 +240,7 @@ class SqliteSession:
         self._in_tx = False
         self._log = []
         self._conn.close()
-        self._database._sessions.pop(id(self), None)
+        self._database._sessions.discard(self)
 
     def _exec(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
         try:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from model.job import Account
 
@@ -102,3 +102,25 @@ class Database(Protocol):
 
     def session(self) -> Session: ...
     def close(self) -> None: ...
+
+
+class OpenSessions:
+    """The sessions a database handed out and that are still open, so that closing the
+    database closes them (each rolls back its transaction), in the order they were opened."""
+
+    def __init__(self) -> None:
+        self._open: dict[int, Any] = {}
+
+    def add(self, session: Any) -> Any:
+        """Remember ``session``; returns it."""
+        self._open[id(session)] = session
+        return session
+
+    def discard(self, session: Any) -> None:
+        """Forget ``session`` (it closed itself); no error if unknown."""
+        self._open.pop(id(session), None)
+
+    def close_all(self) -> None:
+        """Close every session still open."""
+        for session in list(self._open.values()):
+            session.close()

@@ -17,14 +17,13 @@ import copy
 import os
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 import pandas as pd
 
 from sim.history import Record
 from sim.outdir import UsageError
 from sim.presets import PRESETS
-from sim.scenario import Scenario, parse, read_data
+from sim.scenario import Scenario, parse
 
 ENVIRONMENT_QUEUE_KEYS: tuple[str, ...] = ("ack_latency_s", "redrive_at_s")
 KEY_COUNTS: tuple[str, ...] = ("jobs", "deliveries", "redeliveries", "crashes", "cleanups", "reminders_sent",
@@ -48,12 +47,6 @@ def preset_names(text: str | None) -> list[str]:
     if repeated:
         raise UsageError(f"--presets: {', '.join(repeated)} named more than once; name each preset once")
     return names
-
-
-def read_scenario_data(path: str | Path) -> dict:
-    """The scenario file as its parsed TOML dict (not yet validated: each preset's copy is).
-    Raises ``ScenarioError`` (one line) for a missing, unreadable, oversized or invalid file."""
-    return read_data(path)
 
 
 def preset_data(data: dict, name: str, seed: int | None = None) -> dict:

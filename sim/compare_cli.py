@@ -19,10 +19,10 @@ from sim.compare import (
     comparison,
     preset_names,
     preset_scenarios,
-    read_scenario_data,
 )
 from sim.outdir import check_out_dir, safe_name
 from sim.presets import PRESETS
+from sim.scenario import read_data
 from sim.report import staged
 from sim.report.plots._canvas import new_figure, to_png
 from sim.slo import LOWER_BOUND_FIGURES
@@ -42,7 +42,7 @@ def cmd_compare(args) -> int:
     ``ScenarioError`` for bad input (preset names, any preset's scenario, the folder), before
     anything runs or is written."""
     names = preset_names(args.presets)
-    scenarios = preset_scenarios(read_scenario_data(args.scenario), args.scenario, names, args.seed)
+    scenarios = preset_scenarios(read_data(args.scenario), args.scenario, names, args.seed)
     out = Path(args.out) if args.out is not None else Path("reports") / f"compare-{safe_name(scenarios[0].name)}"
     check_out_dir(out, replaces=not (out / "compare.json").is_file())  # an earlier comparison is replaced
     result = comparison(scenarios)

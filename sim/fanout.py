@@ -31,7 +31,7 @@ from model.errors import ConflictError
 from model.job import CleanupJob
 from model.shipment import Decision, DeliveryTask, ShipmentUpdate, fan_out, update_complete
 from model.shipment_store import SqliteDeliveryRecords, connect
-from sim.faults import FaultPlan, fault_injector, killer
+from sim.faults import FaultPlan, fault_injector, killer, stay_down, store_latency
 from sim.history import History, Record
 from sim.interleave import Attempt, Finished, ProcessorHung, Sleep
 from sim.processor_ref import load_processor
@@ -177,13 +177,7 @@ class FanoutWorld:
                 self.busy.discard(name)
                 executing = delivery.message_id if delivery is not None and phase not in ("deployment", "killed") else None
                 queue.consumer_lost(name, executing)
-                down_until = env.now + down
-                while env.now < down_until:
-                    try:
-                        yield env.timeout(down_until - env.now)
-                    except simpy.Interrupt as again:  # a deployment or kill reaching a worker already down
-                        down_until = max(down_until, env.now + again.cause[1])
-                self.history.record("restarted", name)
+                yield from stay_down(env, self.history, name, down)
 
     def _handle(self, name, rng, records, delivery):
         env, queue, cfg = self.env, self.queue, self.scenario.fanout
@@ -209,7 +203,7 @@ class FanoutWorld:
                 if step.store == "endpoint":
                     yield env.timeout(cfg.endpoint_latency_s)
                 else:
-                    yield env.timeout(self._store_latency(rng))
+                    yield env.timeout(store_latency(self.scenario, env.now, rng))
                 if self.fault_plan.crash(rng, delivery.number, "before_call", step.index):
                     raise _Crash("before_call")
             elif self.fault_plan.crash(rng, delivery.number, "after_call", step.index):
@@ -253,12 +247,6 @@ class FanoutWorld:
             if self.fault_plan.crash(rng, delivery.number, "during_ack"):
                 raise _Crash("during_ack")
             queue.ack(delivery, name)
-
-    def _store_latency(self, rng: random.Random) -> float:
-        st = self.scenario.stores
-        if st.latency_mean_s <= 0:
-            return 0.0
-        return st.latency_mean_s if st.latency_distribution == "constant" else rng.expovariate(1.0 / st.latency_mean_s)
 
     # --- running ---------------------------------------------------------------------------
     def run(self) -> Outcome:
@@ -387,14 +375,12 @@ def build_fanout_summary(scenario: Scenario, outcome: Outcome) -> dict:
     this design's invariants and counts."""
     from collections import Counter
 
+    from sim.invariants import check_all
     from sim.slo import evaluate, figures
 
     h = outcome.history
     kinds = Counter(r.kind for r in h)
-    invariants = {}
-    for name, fn in FANOUT_INVARIANTS:
-        found = fn(h, outcome.final)
-        invariants[name] = {"holds": not found, "violations": len(found), "example": found[0] if found else None}
+    invariants = check_all(h, outcome.final, FANOUT_INVARIANTS)
     counts = {"updates": scenario.fanout.updates, "jobs": kinds["published"],
               "deliveries": kinds["delivered"], "crashes": kinds["crashed"], "sends": kinds["send"],
               "subscriber_effects": kinds["subscriber_effect"], "subscriber_duplicates": kinds["subscriber_duplicate"],

@@ -13,7 +13,7 @@ from typing import get_args
 
 import simpy
 
-from sim.scenario import CrashPhase, Faults
+from sim.scenario import CrashPhase, Faults, Scenario
 
 PHASES: tuple[str, ...] = get_args(CrashPhase)  # before_call, after_call, after_commit, during_ack
 # crashes that come from outside the fault plan's draws
@@ -37,6 +37,34 @@ class FaultPlan:
             return True
         p = self._p[phase]
         return p > 0.0 and rng.random() < p
+
+
+def store_latency(scenario: Scenario, now: float, rng: random.Random) -> float:
+    """One store call's (or commit's) latency in virtual seconds: ``stores.latency_mean_s``,
+    constant or exponential (drawn from ``rng``), times the factor of every latency spike
+    active at ``now``. 0 without drawing when the mean is 0."""
+    st = scenario.stores
+    if st.latency_mean_s <= 0:
+        return 0.0
+    base = st.latency_mean_s if st.latency_distribution == "constant" else rng.expovariate(1.0 / st.latency_mean_s)
+    factor = 1.0
+    for spike in scenario.faults.latency_spikes:
+        if spike.at_s <= now < spike.at_s + spike.duration_s:
+            factor *= spike.factor
+    return base * factor
+
+
+def stay_down(env: simpy.Environment, history, name: str, down_s: float):
+    """SimPy sub-process of a crashed worker ``name``: stay down ``down_s`` (a deployment or
+    kill reaching it while down keeps it down until the later of the two restarts), then
+    record "restarted"."""
+    down_until = env.now + down_s
+    while env.now < down_until:
+        try:
+            yield env.timeout(down_until - env.now)
+        except simpy.Interrupt as again:
+            down_until = max(down_until, env.now + again.cause[1])
+    history.record("restarted", name)
 
 
 def fault_injector(world, deployments) -> "simpy.events.ProcessGenerator":

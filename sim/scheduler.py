@@ -69,18 +69,11 @@ class Scheduler:
         return ["scheduler"] if n == 1 else [f"scheduler-{k}" for k in range(1, n + 1)]
 
     def _target(self, account_id: str, version: int, deadline_s: float, actor: str):
-        env, world = self.world.env, self.world
-        max_delay = world.scenario.queue.max_delay_s
-        if world.scenario.queue.eta_held_by_worker:
-            max_delay = 0.0  # a countdown job: published at once, held by the worker until due
-            delay_cap = float("inf")
-        else:
-            delay_cap = max_delay
-            if deadline_s - env.now > max_delay:
-                yield env.timeout(deadline_s - env.now - max_delay)  # re-armed until within reach
-        yield env.timeout(world.scenario.scheduler.publish_latency_s)
-        delay = 0.0 if delay_cap == float("inf") else min(max(deadline_s - env.now, 0.0), delay_cap)
-        self._publish(account_id, version, deadline_s, delay, actor)
+        env, queue = self.world.env, self.world.scenario.queue
+        if not queue.eta_held_by_worker and deadline_s - env.now > queue.max_delay_s:
+            yield env.timeout(deadline_s - env.now - queue.max_delay_s)  # re-armed until within reach
+        yield env.timeout(self.world.scenario.scheduler.publish_latency_s)
+        self._publish(account_id, version, deadline_s, self._delay(deadline_s), actor)
         yield from self._crash_after_publish(account_id, version, deadline_s, actor)
         self.pending -= 1
 
@@ -94,9 +87,16 @@ class Scheduler:
             self.world.history.record("scheduler_crashed", actor, account_id=account_id, cleanup_version=version,
                                       deadline=deadline_s, detail="after publishing, before recording it")
             yield env.timeout(cfg.restart_delay_s)
-            delay = 0.0 if self.world.scenario.queue.eta_held_by_worker else \
-                min(max(deadline_s - env.now, 0.0), self.world.scenario.queue.max_delay_s)
-            self._publish(account_id, version, deadline_s, delay, actor)
+            self._publish(account_id, version, deadline_s, self._delay(deadline_s), actor)
+
+    def _delay(self, deadline_s: float) -> float:
+        """The message delay (virtual s) of a job for ``deadline_s`` published now: until the
+        deadline, capped at ``queue.max_delay_s`` (float rounding must not pass the cap), or 0
+        for a countdown job the worker holds until due (``queue.eta_held_by_worker``)."""
+        queue = self.world.scenario.queue
+        if queue.eta_held_by_worker:
+            return 0.0
+        return min(max(deadline_s - self.world.env.now, 0.0), queue.max_delay_s)
 
     def _publish(self, account_id: str, version: int, deadline_s: float, delay_s: float,
                  actor: str = "scheduler") -> None:

@@ -21,6 +21,7 @@ from typing import Callable
 import simpy
 
 from model.errors import ConflictError
+from sim.faults import stay_down, store_latency
 from sim.interleave import Attempt, Finished, ProcessorHung, Sleep
 from sim.queue import Delivery
 
@@ -82,13 +83,7 @@ def worker(world, name: str, processor: Callable, rng: random.Random):
                 if held.is_alive:
                     held.interrupt(phase)
             state.held = []
-            down_until = env.now + down_s
-            while env.now < down_until:
-                try:
-                    yield env.timeout(down_until - env.now)
-                except simpy.Interrupt as again:  # a deployment reaching a worker already down
-                    down_until = max(down_until, env.now + again.cause[1])
-            world.history.record("restarted", name)
+            yield from stay_down(env, world.history, name, down_s)
 
 
 def _held(world, name: str, processor: Callable, rng: random.Random, delivery: Delivery):
@@ -157,15 +152,6 @@ def _log_tx(world, kind: str, name: str, d: Delivery, detail: str) -> None:
                          deadline=d.deadline_s, detail=detail)
 
 
-def _latency(world, rng: random.Random) -> float:
-    st = world.scenario.stores
-    mean = st.latency_mean_s
-    if mean <= 0:
-        return 0.0
-    base = mean if st.latency_distribution == "constant" else rng.expovariate(1.0 / mean)
-    return base * world.latency_factor(world.env.now) if world.scenario.faults.latency_spikes else base
-
-
 def _service_time(cfg, rng: random.Random) -> float:
     mean = cfg.service_time_mean_s
     return mean if cfg.service_time_distribution == "constant" else rng.expovariate(1.0 / mean)
@@ -214,7 +200,7 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                         worked = True
                         if cfg.service_time_mean_s > 0:
                             yield env.timeout(_service_time(cfg, rng))
-                    latency = _latency(world, rng)
+                    latency = store_latency(world.scenario, env.now, rng)
                     if latency:  # zero latency: no event, the call happens at once
                         yield env.timeout(latency)
                     if plan.crash(rng, delivery.number, "before_call", step.index):
@@ -230,7 +216,7 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
             if isinstance(error, ProcessorHung):
                 raise error
             if error is None and unit_of_work:
-                latency = _latency(world, rng)  # the commit's round trip
+                latency = store_latency(world.scenario, env.now, rng)  # the commit's round trip
                 if latency:
                     yield env.timeout(latency)
                 if cfg.stop_when_lease_lost and not queue.lease_held(delivery):

@@ -126,14 +126,6 @@ class World:
                 return r.deadline
         return None
 
-    def latency_factor(self, now: float) -> float:
-        """Multiplier on store latencies at ``now``: the product of the active latency spikes."""
-        factor = 1.0
-        for spike in self.scenario.faults.latency_spikes:
-            if spike.at_s <= now < spike.at_s + spike.duration_s:
-                factor *= spike.factor
-        return factor
-
     # --- running ---------------------------------------------------------------------------
     def run(self) -> Outcome:
         """Run to the end; returns the history and the final store state."""

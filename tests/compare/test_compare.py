@@ -18,13 +18,13 @@ from sim.compare import (
     preset_data,
     preset_names,
     preset_scenarios,
-    read_scenario_data,
 )
 from sim.compare_cli import write_compare_report
 from sim.history import Record
 from sim.invariants import INVARIANTS
 from sim.outdir import UsageError
 from sim.presets import PRESETS
+from sim.scenario import read_data
 from sim.slo import FIGURES
 from sim.summary import build_summary, passed
 from sim.world import simulate
@@ -232,7 +232,7 @@ def test_the_report_writes_the_table_the_page_and_the_plots(report):
 
 def test_pool_and_loop_give_the_same_bytes_and_a_rerun_replaces_the_report(tmp_path, data, report):
     _code, _printed, first, _alone = report
-    scenarios = preset_scenarios(read_scenario_data(CLEANUP), str(CLEANUP), THREE)
+    scenarios = preset_scenarios(read_data(CLEANUP), str(CLEANUP), THREE)
     write_compare_report(tmp_path / "pool", comparison(scenarios, processes=2))
     write_compare_report(tmp_path / "loop", comparison(scenarios, processes=1))
     for name in ("compare.json", "compare.csv", "compare.md", "plots/hazard_witnesses.png"):
