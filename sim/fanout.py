@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import random
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -297,6 +298,16 @@ class _Crash(Exception):
 
 # --- invariants of this design ----------------------------------------------------------
 
+def _update_of(task_key: str) -> str:
+    """The update id in a task key ``cleanup:<update id>:<subscriber>``."""
+    return task_key.split(":", 2)[1]
+
+
+def _tasks_per_update(history) -> Counter:
+    """How many delivery tasks each update was fanned out to (its N), from the publishes."""
+    return Counter(_update_of(r.account_id) for r in history if r.kind == "published")
+
+
 def exactly_once_in_effect(history: tuple[Record, ...] | list[Record], final: FinalState) -> list[dict]:
     """Every (update, subscriber) got exactly one effect at the subscriber, or none and its
     task was dead-lettered because the subscriber rejected it (a 4xx: counted, not a
@@ -325,11 +336,7 @@ def complete_only_when_all_recorded(history, final: FinalState) -> list[dict]:
     """An update is marked complete only once all N subscribers' records committed, and
     every update whose N records committed is marked complete by the end."""
     recorded: dict[str, set[str]] = {}
-    n_of: dict[str, int] = {}
-    for r in history:
-        if r.kind == "published":
-            upd = r.account_id.split(":", 2)[1]
-            n_of[upd] = n_of.get(upd, 0) + 1
+    n_of = _tasks_per_update(history)
     out, completed = [], set()
     for r in history:
         if r.kind == "delivery_recorded":
@@ -337,11 +344,11 @@ def complete_only_when_all_recorded(history, final: FinalState) -> list[dict]:
         elif r.kind == "update_completed":
             completed.add(r.account_id)
             have = len(recorded.get(r.account_id, ()))
-            if have < n_of.get(r.account_id, 0):
+            if have < n_of[r.account_id]:
                 out.append({"update_id": r.account_id, "time": r.time,
                             "why": f"marked complete with {have} of {n_of[r.account_id]} records"})
     for upd, subs in sorted(recorded.items()):
-        if len(subs) == n_of.get(upd, -1) and upd not in completed:
+        if len(subs) == n_of[upd] and upd not in completed:
             out.append({"update_id": upd, "why": "all records committed, never marked complete"})
     return out
 
@@ -350,19 +357,12 @@ def every_update_completes(history, final: FinalState) -> list[dict]:
     """Every update none of whose subscribers rejected its delivery (a 4xx) ends complete: its
     N records committed and the join marked it. Reported: updates left incomplete (a delivery
     whose retries ran out, or whose effect happened and whose record never committed)."""
-    tasks: dict[str, list[str]] = {}
-    for r in history:
-        if r.kind == "published":
-            tasks.setdefault(r.account_id.split(":", 2)[1], []).append(r.account_id)
-    rejected = {r.account_id.split(":", 2)[1] for r in history if r.kind == "dead_lettered" and r.detail == "rejected"}
+    n_of = _tasks_per_update(history)
+    rejected = {_update_of(r.account_id) for r in history if r.kind == "dead_lettered" and r.detail == "rejected"}
     completed = {r.account_id for r in history if r.kind == "update_completed"}
-    recorded: dict[str, int] = {}
-    for r in history:
-        if r.kind == "delivery_recorded":
-            upd = r.detail.split()[0]
-            recorded[upd] = recorded.get(upd, 0) + 1
-    return [{"update_id": upd, "why": f"never complete: {recorded.get(upd, 0)} of {len(keys)} records"}
-            for upd, keys in sorted(tasks.items()) if upd not in rejected and upd not in completed]
+    recorded = Counter(r.detail.split()[0] for r in history if r.kind == "delivery_recorded")
+    return [{"update_id": upd, "why": f"never complete: {recorded[upd]} of {n} records"}
+            for upd, n in sorted(n_of.items()) if upd not in rejected and upd not in completed]
 
 
 FANOUT_INVARIANTS = (("exactly_once_in_effect", exactly_once_in_effect),
@@ -373,8 +373,6 @@ FANOUT_INVARIANTS = (("exactly_once_in_effect", exactly_once_in_effect),
 def build_fanout_summary(scenario: Scenario, outcome: Outcome) -> dict:
     """The summary.json of a fan-out run: the keys of ``sim.summary.build_summary``, with
     this design's invariants and counts."""
-    from collections import Counter
-
     from sim.invariants import check_all
     from sim.slo import evaluate, figures
 
