@@ -62,6 +62,10 @@ class OutboxEvent:
 
 
 class Accounts(Protocol):
+    """Accounts by id; ``due`` lists up to ``limit`` not-renewed accounts whose deadline is at
+    or before ``now`` and whose cleanup is not applied, by deadline. Semantics and errors: the
+    implementations in ``model.sqlite_store`` and ``model.memory_store``."""
+
     def get(self, account_id: str) -> Account | None: ...
     def put(self, account: Account) -> None: ...
     def delete(self, account_id: str) -> bool: ...
@@ -70,12 +74,18 @@ class Accounts(Protocol):
 
 
 class CleanupStore(Protocol):
+    """Cleanup markers keyed by (account id, cleanup version); ``apply_once`` returns whether
+    it inserted (with unique markers a second insert raises ``UniqueViolation``)."""
+
     def was_applied(self, account_id: str, cleanup_version: int) -> bool: ...
     def apply_once(self, *, account_id: str, cleanup_version: int) -> bool: ...
     def markers(self) -> list[tuple[str, int]]: ...
 
 
 class Outbox(Protocol):
+    """Outbox events keyed by ``event_key``, written in the unit of work and read, marked
+    sent or failed by the relay."""
+
     def add_once(self, *, event_key: str, account_id: str, cleanup_version: int) -> bool: ...
     def pending(self, limit: int) -> list[OutboxEvent]: ...
     def mark_sent(self, event_key: str) -> None: ...
@@ -84,6 +94,9 @@ class Outbox(Protocol):
 
 
 class Session(Protocol):
+    """One connection and its unit of work: ``begin``, ``commit`` (returns the committed
+    writes), ``rollback``; outside ``begin`` each call commits alone (``take_autocommitted``)."""
+
     accounts: Accounts
     cleanup_store: CleanupStore
     outbox: Outbox
@@ -98,6 +111,8 @@ class Session(Protocol):
 
 
 class Database(Protocol):
+    """A backend: hands out sessions and closes them all on ``close``."""
+
     options: DbOptions
 
     def session(self) -> Session: ...

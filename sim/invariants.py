@@ -25,6 +25,7 @@ class AccountReplay:
         self.state: dict[str, tuple[int, bool, float | None]] = {}
 
     def apply(self, r: Record) -> None:
+        """Update the replayed state with record ``r`` (records of other kinds change nothing)."""
         if r.kind in _ACCOUNT_KINDS:
             renewed = r.kind == "renewed" or (r.kind == "account_updated" and r.detail == "renewed")
             self.state[r.account_id] = (r.cleanup_version, renewed, r.deadline)

@@ -47,6 +47,7 @@ class OutboxRelay:
 
     @property
     def idle(self) -> bool:
+        """True when the outbox holds no pending event."""
         return not self.session.outbox.pending(1)
 
     def run(self):
