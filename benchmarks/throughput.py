@@ -19,9 +19,9 @@ import simpy
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sim.cli import DEFAULT_SCENARIO  # noqa: E402
-from sim.scenario import load  # noqa: E402
-from sim.world import World  # noqa: E402
+from acksim.cli.main import DEFAULT_SCENARIO  # noqa: E402
+from acksim.scenario import load  # noqa: E402
+from acksim.world.core import World  # noqa: E402
 
 
 def bare_mmc(jobs: int, servers: int, seed: int = 1) -> float:

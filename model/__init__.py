@@ -5,7 +5,7 @@ processor is written against the same interfaces (``CleanupJob``, ``Account``,
 ``accounts.get``, ``cleanup_store.was_applied``/``apply_once``, ``outbox.add_once``).
 """
 
-from model.job import Account, CleanupJob, reminder_event_key
-from model.processor import process
+from acksim.model.job import Account, CleanupJob, reminder_event_key
+from acksim.model.processor import process
 
 __all__ = ["Account", "CleanupJob", "process", "reminder_event_key"]

@@ -2,7 +2,7 @@
 
 Each ``Candidate`` is a processor plus the design options it runs under (the scenario tables
 they change) and the invariant it is expected to break (None for a design that should hold).
-``acksim check --processor model.candidates:no_renewed_check`` searches one of them; the test
+``acksim check --processor acksim.model.candidates:no_renewed_check`` searches one of them; the test
 suite asserts every verdict.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from model.job import CleanupJob, reminder_event_key
-from model.processor import process
+from acksim.model.job import CleanupJob, reminder_event_key
+from acksim.model.processor import process
 
 
 def _clean_up_once(job: CleanupJob, cleanup_store, outbox) -> None:

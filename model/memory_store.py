@@ -28,15 +28,15 @@ from bisect import bisect_left, insort
 from dataclasses import replace
 from datetime import datetime, timezone
 
-from model.errors import (
+from acksim.model.errors import (
     BusyError,
     BusySnapshotError,
     StoreError,
     TransactionStateError,
     UniqueViolation,
 )
-from model.job import Account
-from model.store_api import DbOptions, OpenSessions, OutboxEvent, Write
+from acksim.model.job import Account
+from acksim.model.store_api import DbOptions, OpenSessions, OutboxEvent, Write
 
 _UTC = timezone.utc
 
@@ -333,7 +333,7 @@ class MemorySession:
 
 
 class MemoryAccounts:
-    """Accounts of one session (see ``model.store_api.Accounts``)."""
+    """Accounts of one session (see ``acksim.model.store_api.Accounts``)."""
 
     def __init__(self, session: MemorySession) -> None:
         self._s = session
@@ -407,7 +407,7 @@ class MemoryAccounts:
 
 
 class MemoryCleanupStore:
-    """Cleanup markers of one session (see ``model.store_api.CleanupStore``)."""
+    """Cleanup markers of one session (see ``acksim.model.store_api.CleanupStore``)."""
 
     def __init__(self, session: MemorySession) -> None:
         self._s = session
@@ -443,7 +443,7 @@ class MemoryCleanupStore:
 
 
 class MemoryOutbox:
-    """Outbox events of one session (see ``model.store_api.Outbox``)."""
+    """Outbox events of one session (see ``acksim.model.store_api.Outbox``)."""
 
     def __init__(self, session: MemorySession) -> None:
         self._s = session

@@ -7,7 +7,7 @@ decides, and writes the cleanup marker and the outbox event; it never calls the 
 
 from __future__ import annotations
 
-from model.job import CleanupJob, reminder_event_key
+from acksim.model.job import CleanupJob, reminder_event_key
 
 
 def process(job: CleanupJob, accounts, cleanup_store, outbox) -> None:

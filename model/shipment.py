@@ -2,7 +2,7 @@
 
 A ``ShipmentUpdate`` goes to every one of its subscribers' public HTTPS endpoints. The queue
 cannot join N deliveries, so ``fan_out`` publishes one ``DeliveryTask`` per subscriber and the
-application keeps a delivery record per success (``model.shipment_store``); the update is
+application keeps a delivery record per success (``acksim.model.shipment_store``); the update is
 complete when all N are recorded (``update_complete``).
 
 Every task carries a stable key, ``cleanup:<job id>:<record id>``: the same for every
@@ -22,7 +22,7 @@ acknowledgment second):
    ``decision.delay_s`` (nack with delay); the queue's redrive policy dead-letters it once
    the attempts are exhausted;
 5. "dead_letter": roll back and move the message to the dead-letter queue now, no retry;
-6. a store error (``model.errors.ConflictError``, including ``UniqueViolation`` when a
+6. a store error (``acksim.model.errors.ConflictError``, including ``UniqueViolation`` when a
    concurrent delivery of the same task recorded first): roll back and nack; the retry finds
    the record.
 
@@ -38,7 +38,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from model.shipment_store import DeliveryRecords
+from acksim.model.shipment_store import DeliveryRecords
 
 Action = Literal["done", "dead_letter", "retry"]
 ACTIONS: tuple[Action, ...] = ("done", "dead_letter", "retry")

@@ -6,7 +6,7 @@ its own ledger: one row per delivery that succeeded, under the delivery's stable
 task finds its row and does nothing; the update is complete when every subscriber has a row.
 
 Both backends have the same interface (``DeliveryRecords``) and the same observable
-behaviour, like ``model.sqlite_store`` and ``model.memory_store``:
+behaviour, like ``acksim.model.sqlite_store`` and ``acksim.model.memory_store``:
 
 - ``begin()`` opens the unit of work, ``commit()`` makes it durable, ``rollback()`` drops it;
   outside ``begin()`` every call is its own transaction (autocommit). ``begin`` inside a
@@ -29,8 +29,8 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Protocol
 
-from model.errors import TransactionStateError, UniqueViolation
-from model.sqlite_store import translate_error
+from acksim.model.errors import TransactionStateError, UniqueViolation
+from acksim.model.sqlite_store import translate_error
 
 _SQLITE_BUSY = 5
 _SQLITE_BUSY_SNAPSHOT = 517  # SQLITE_BUSY | (2 << 8)
@@ -102,7 +102,7 @@ class SqliteDeliveryRecords:
         if conn.isolation_level is not None:
             raise ValueError(
                 f"conn.isolation_level={conn.isolation_level!r}: open the connection with "
-                "isolation_level=None (see model.shipment_store.connect)"
+                "isolation_level=None (see acksim.model.shipment_store.connect)"
             )
         self._conn = conn
         for statement in _SCHEMA:

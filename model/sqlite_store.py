@@ -20,15 +20,15 @@ from __future__ import annotations
 import sqlite3
 from datetime import datetime, timedelta, timezone
 
-from model.errors import (
+from acksim.model.errors import (
     BusyError,
     BusySnapshotError,
     StoreError,
     TransactionStateError,
     UniqueViolation,
 )
-from model.job import Account
-from model.store_api import DbOptions, OpenSessions, OutboxEvent, Write
+from acksim.model.job import Account
+from acksim.model.store_api import DbOptions, OpenSessions, OutboxEvent, Write
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MICROSECOND = timedelta(microseconds=1)
@@ -109,7 +109,7 @@ def _account(row: tuple) -> Account:
 
 
 def translate_error(exc: sqlite3.Error) -> Exception:
-    """The ``model.errors`` exception for a sqlite3 error, or ``exc`` itself if none applies."""
+    """The ``acksim.model.errors`` exception for a sqlite3 error, or ``exc`` itself if none applies."""
     code = getattr(exc, "sqlite_errorcode", None)
     if code == _SQLITE_BUSY_SNAPSHOT:
         return BusySnapshotError(f"stale read snapshot cannot write: {exc}")
@@ -259,7 +259,7 @@ class SqliteSession:
 
 
 class SqliteAccounts:
-    """The ``accounts`` table of one session (see ``model.store_api.Accounts``)."""
+    """The ``accounts`` table of one session (see ``acksim.model.store_api.Accounts``)."""
 
     def __init__(self, session: SqliteSession) -> None:
         self._s = session
@@ -297,7 +297,7 @@ class SqliteAccounts:
 
 
 class SqliteCleanupStore:
-    """The ``cleanup_markers`` table of one session (see ``model.store_api.CleanupStore``)."""
+    """The ``cleanup_markers`` table of one session (see ``acksim.model.store_api.CleanupStore``)."""
 
     def __init__(self, session: SqliteSession) -> None:
         self._s = session
@@ -321,7 +321,7 @@ class SqliteCleanupStore:
 
 
 class SqliteOutbox:
-    """The ``outbox`` table of one session (see ``model.store_api.Outbox``)."""
+    """The ``outbox`` table of one session (see ``acksim.model.store_api.Outbox``)."""
 
     def __init__(self, session: SqliteSession) -> None:
         self._s = session

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from model.job import Account
+from acksim.model.job import Account
 
 Isolation = Literal["serializable", "read_committed"]
 
@@ -64,7 +64,7 @@ class OutboxEvent:
 class Accounts(Protocol):
     """Accounts by id; ``due`` lists up to ``limit`` not-renewed accounts whose deadline is at
     or before ``now`` and whose cleanup is not applied, by deadline. Semantics and errors: the
-    implementations in ``model.sqlite_store`` and ``model.memory_store``."""
+    implementations in ``acksim.model.sqlite_store`` and ``acksim.model.memory_store``."""
 
     def get(self, account_id: str) -> Account | None: ...
     def put(self, account: Account) -> None: ...

@@ -1,14 +1,14 @@
 """Opening a store backend by name: "sqlite" (real, durable) or "memory" (fast twin).
 
-Both return a ``model.store_api.Database``; see ``model.sqlite_store`` and
-``model.memory_store`` for how each one implements transactions and conflicts.
+Both return a ``acksim.model.store_api.Database``; see ``acksim.model.sqlite_store`` and
+``acksim.model.memory_store`` for how each one implements transactions and conflicts.
 """
 
 from __future__ import annotations
 
-from model.memory_store import MemoryDatabase
-from model.sqlite_store import SqliteDatabase
-from model.store_api import Database, DbOptions
+from acksim.model.memory_store import MemoryDatabase
+from acksim.model.sqlite_store import SqliteDatabase
+from acksim.model.store_api import Database, DbOptions
 
 BACKENDS = ("sqlite", "memory")
 _ISOLATIONS = ("serializable", "read_committed")

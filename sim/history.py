@@ -69,7 +69,7 @@ KINDS: tuple[str, ...] = (
     # scheduler and operator
     "cron_run_started", "cron_run_finished", "cron_run_skipped", "deployment_started",
     "scheduler_crashed", "worker_killed",
-    # the shipment fan-out design (sim.fanout)
+    # the shipment fan-out design (acksim.world.fanout)
     "send", "subscriber_effect", "subscriber_duplicate", "delivery_recorded", "update_completed",
 )
 

@@ -19,8 +19,6 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-from hypothesis import settings
-
 
 
 @pytest.fixture
@@ -34,31 +32,18 @@ def acksim_check(request):
     schedule and timeline when anything is found. Raises ``ScenarioError`` for bad input
     (a processor of the wrong shape, or one no replay file could name: a lambda or a local
     function)."""
-    from sim.check import base_scenario, run_check
-    from sim.check_cli import DESIGN_FLAGS, absolute_ref, describe, render_findings, save_findings
-    from sim.processor_ref import check_processor, load_processor, reference_of
-    from sim.scenario import ScenarioError, load
+    from hypothesis import settings
+
+    from acksim.cli.check import render_findings, save_findings
+    from acksim.search.api import check as run_search
 
     root = Path(request.config.rootpath)
-    design_keys = {key: section for _flag, section, key, _choices in DESIGN_FLAGS}  # key -> scenario table
 
     def check(processor: Callable | str, *, scenario: str | None = None, max_examples: int | None = None,
               seed: int = 0, **design):
-        unknown = set(design) - set(design_keys)
-        if unknown:
-            raise ScenarioError(f"acksim_check: unknown design option(s) {sorted(unknown)}; "
-                                f"allowed: {', '.join(design_keys)}")
-        sections: dict = {}
-        for key, value in design.items():
-            sections.setdefault(design_keys[key], {})[key] = value
-        if isinstance(processor, str):
-            ref, fn = absolute_ref(processor), load_processor(processor)
-        else:
-            check_processor(processor, repr(processor))
-            ref, fn = reference_of(processor), processor
-        base = base_scenario(load(scenario) if scenario else None, sections)
-        report = run_check(fn, base, max_examples=max_examples or settings.default.max_examples, seed=seed,
-                           database=root / ".hypothesis" / "acksim", key=f"{ref}|{describe(base)}")
+        report, ref, _base = run_search(processor, scenario=scenario,
+                                        max_examples=max_examples or settings.default.max_examples,
+                                        seed=seed, database=root / ".hypothesis" / "acksim", **design)
         if report.findings:
             paths = save_findings(report, ref, root / ".hypothesis" / "acksim-replays", None)
             pytest.fail(f"acksim found {', '.join(report.findings)} in {ref}:\n" +

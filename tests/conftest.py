@@ -19,7 +19,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 @pytest.fixture
 def tiny():
     """Factory: ``tiny(**sections)`` -> a validated one-account Scenario (see ``tiny_dict``)."""
-    from sim.scenario import parse
+    from acksim.scenario import parse
     from tinyworld import tiny_dict
 
     return lambda **sections: parse(tiny_dict(**sections))

@@ -1,7 +1,7 @@
 """The report of one run: summary.json, report.md, report.html, events.csv and plots/*.png.
 
 One small renderer per output format (``summary_json``, ``markdown_page``, ``html_page``,
-``plots``; the events file is ``sim.history.to_csv``). ``write_report`` assembles them the way a
+``plots``; the events file is ``acksim.history.to_csv``). ``write_report`` assembles them the way a
 careful editor files a document: everything is written into a fresh scratch folder beside the
 destination, and only a complete report is renamed into place, so a failure half way never
 leaves a half-written report and never damages the previous one.
@@ -16,11 +16,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
-from sim.history import Record, to_csv
-from sim.report.html_page import render_html
-from sim.report.markdown_page import render_markdown
-from sim.report.plots import PLOTS, render_plots
-from sim.report.summary_json import render_summary_json
+from acksim.history import Record, to_csv
+from acksim.report.html_page import render_html
+from acksim.report.markdown_page import render_markdown
+from acksim.report.plots import PLOTS, render_plots
+from acksim.report.summary_json import render_summary_json
 
 __all__ = ["write_report", "staged", "move_into_place", "PLOTS"]
 

@@ -10,7 +10,7 @@ import base64
 from html import escape
 from typing import Any, Mapping, Sequence
 
-from sim.report import tables
+from acksim.report import tables
 
 _CSS = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 72em; color: #222; }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from sim.report import tables
+from acksim.report import tables
 
 
 def render_markdown(summary: Mapping[str, Any], plots: Sequence[tuple[str, str]], *, title: str) -> str:

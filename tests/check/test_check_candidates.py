@@ -2,10 +2,10 @@
 
 import pytest
 
-from model import process
-from model.candidates import CANDIDATES
-from sim.check import base_scenario, run_check
-from sim.hazards import HAZARDS
+from acksim.model import process
+from acksim.model.candidates import CANDIDATES
+from acksim.search.check import base_scenario, run_check
+from acksim.judges.hazards import HAZARDS
 
 BAD = [name for name, c in CANDIDATES.items() if c.breaks is not None]
 

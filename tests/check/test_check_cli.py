@@ -3,13 +3,13 @@
 
 import pytest
 
-from sim.cli import main
+from acksim.cli.main import main
 
 
 def test_the_reference_passes_and_reports_coverage(tmp_path, capsys):
     assert main(["check", "--max-examples", "40", "--no-database", "--out", str(tmp_path / "c")]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("acksim check: model.processor:process (ack after_commit, unit_of_work, memory serializable")
+    assert out.startswith("acksim check: acksim.model.processor:process (ack after_commit, unit_of_work, memory serializable")
     assert "examples run (shrinking included): 40 in " in out and "crash phases covered: before_call" in out
     assert "crash_after_commit_before_ack" in out and "PASS: no violation in 40 examples" in out
     assert not (tmp_path / "c").exists() or not any((tmp_path / "c").iterdir())
@@ -22,7 +22,7 @@ def test_a_bad_candidate_fails_with_a_timeline_and_a_replay_that_run_reproduces(
     assert rc == 1
     assert "FOUND no_cleanup_after_renewal" in out and "schedule (shrunk):" in out and "timeline:" in out
     assert "renewals       renewed" in out and "cleanup_applied" in out
-    replay = tmp_path / "c" / "model.candidates.no_renewed_check-no_cleanup_after_renewal.toml"
+    replay = tmp_path / "c" / "acksim.model.candidates.no_renewed_check-no_cleanup_after_renewal.toml"
     assert replay.is_file() and (tmp_path / "corpus" / replay.name).read_text() == replay.read_text()
     assert replay.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert f"replay: acksim run {replay}" in out
@@ -47,10 +47,10 @@ def test_require_coverage_fails_when_a_hazard_window_was_never_hit(tmp_path, cap
 
 @pytest.mark.parametrize("args, message", [
     (["--processor", "nope.mod:fn"], "--processor: cannot import 'nope.mod': ModuleNotFoundError"),
-    (["--processor", "model.processor"], "--processor: expected package.module:function or path/to/file.py:function"),
-    (["--processor", "model.processor:nothing"], "--processor: 'model.processor' has no attribute 'nothing'"),
-    (["--processor", "model.job:reminder_event_key"],
-     "--processor: 'model.job:reminder_event_key' must accept (job, accounts, cleanup_store, outbox)"),
+    (["--processor", "acksim.model.processor"], "--processor: expected package.module:function or path/to/file.py:function"),
+    (["--processor", "acksim.model.processor:nothing"], "--processor: 'acksim.model.processor' has no attribute 'nothing'"),
+    (["--processor", "acksim.model.job:reminder_event_key"],
+     "--processor: 'acksim.model.job:reminder_event_key' must accept (job, accounts, cleanup_store, outbox)"),
     (["--processor", "missing/file.py:process"], "processor: file 'missing/file.py' not found"),
     (["--candidate", "nope"], "--candidate: unknown 'nope'; one of reference, "),
     (["--max-examples", "0"], "--max-examples: must be 1 .. 1000000, got 0"),
@@ -74,8 +74,8 @@ def test_a_processor_from_a_file(tmp_path, capsys):
 
 def test_the_pytest_fixture_checks_a_processor_in_a_users_suite(pytester):
     pytester.makepyfile(test_user="""
-        from model import process
-        from model.candidates import no_renewed_check
+        from acksim.model import process
+        from acksim.model.candidates import no_renewed_check
 
         def test_reference_is_safe(acksim_check):
             report = acksim_check(process, max_examples=20)
@@ -86,5 +86,5 @@ def test_the_pytest_fixture_checks_a_processor_in_a_users_suite(pytester):
     """)
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*acksim found no_cleanup_after_renewal in model.candidates:no_renewed_check*",
+    result.stdout.fnmatch_lines(["*acksim found no_cleanup_after_renewal in acksim.model.candidates:no_renewed_check*",
                                  "*replay: acksim run *acksim-replays*"])

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from sim.check import history_digest
-from sim.check_cli import replay_verdict
-from sim.scenario import load
-from sim.summary import build_summary
-from sim.world import simulate
+from acksim.search.check import history_digest
+from acksim.cli.check import replay_verdict
+from acksim.scenario import load
+from acksim.judges.summary import build_summary
+from acksim.world.core import simulate
 
 CORPUS = sorted((Path(__file__).resolve().parents[1] / "corpus").glob("*.toml"))
 

@@ -4,9 +4,9 @@ import time
 
 import pytest
 
-from model import process
-from sim.check import base_scenario, run_example
-from sim.scenario import Scenario
+from acksim.model import process
+from acksim.search.check import base_scenario, run_example
+from acksim.scenario import Scenario
 
 
 def one_account(budget_s=5.0, **faults):

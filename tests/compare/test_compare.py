@@ -10,8 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sim.cli import main
-from sim.compare import (
+from acksim.cli.main import main
+from acksim.capacity.compare import (
     comparison,
     hazard_witnesses,
     matches,
@@ -19,15 +19,15 @@ from sim.compare import (
     preset_names,
     preset_scenarios,
 )
-from sim.compare_cli import write_compare_report
-from sim.history import Record
-from sim.invariants import INVARIANTS
-from sim.outdir import UsageError
-from sim.presets import PRESETS
-from sim.scenario import read_data
-from sim.slo import FIGURES
-from sim.summary import build_summary, passed
-from sim.world import simulate
+from acksim.cli.compare import write_compare_report
+from acksim.history import Record
+from acksim.judges.invariants import INVARIANTS
+from acksim.report.outdir import UsageError
+from acksim.scenario.presets import PRESETS
+from acksim.scenario import read_data
+from acksim.judges.slo import FIGURES
+from acksim.judges.summary import build_summary, passed
+from acksim.world.core import simulate
 
 CLEANUP = Path(__file__).resolve().parents[2] / "scenarios" / "compare-cleanup.toml"
 THREE = ["rest-queue", "celery-redis", "bullmq"]

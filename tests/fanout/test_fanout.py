@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from model.shipment import deliver_keyed_by_attempt
-from sim.cli import main
-from sim.fanout import FanoutWorld, build_fanout_summary
-from sim.scenario import load, parse
+from acksim.model.shipment import deliver_keyed_by_attempt
+from acksim.cli.main import main
+from acksim.world.fanout import FanoutWorld, build_fanout_summary
+from acksim.scenario import load, parse
 
 BUNDLED = Path(__file__).resolve().parents[2] / "scenarios" / "shipment-fanout.toml"
 
@@ -103,8 +103,8 @@ def test_run_command_runs_the_fanout_design(tmp_path, capsys):
     assert main(["run", str(BUNDLED), "--out", str(tmp_path / "r")]) == 0
     assert capsys.readouterr().out.startswith("PASS: shipment-fanout seed 11: 200 updates x 8 subscribers")
     assert main(["run", str(BUNDLED), "--out", str(tmp_path / "s"),
-                 "--processor", "model.processor:process"]) == 2
-    assert "--processor: 'model.processor:process' must accept (task, records, endpoint)" in capsys.readouterr().err
+                 "--processor", "acksim.model.processor:process"]) == 2
+    assert "--processor: 'acksim.model.processor:process' must accept (task, records, endpoint)" in capsys.readouterr().err
     assert not (tmp_path / "s").exists()
 
 
@@ -113,7 +113,7 @@ def test_run_command_runs_the_fanout_design(tmp_path, capsys):
     ({"rate_limit_probability": 0.6, "server_error_probability": 0.6}, "must add up to at most 1"),
 ])
 def test_bad_fanout_tables_get_one_line(bad, message):
-    from sim.scenario import ScenarioError
+    from acksim.scenario import ScenarioError
     with pytest.raises(ScenarioError) as err:
         parse({"fanout": {"updates": 1, "subscribers": 4, **bad}}, "x")
     assert message in str(err.value) and "\n" not in str(err.value)

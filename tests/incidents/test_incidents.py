@@ -1,16 +1,16 @@
 """The incident scenarios of scenarios/incidents/: each outcome asserted for the reference
 processor and for the naive one (reminder first, each call committed alone, no marker check:
-``model.candidates.naive``)."""
+``acksim.model.candidates.naive``)."""
 
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from model.candidates import CANDIDATES
-from sim.scenario import parse
-from sim.summary import build_summary
-from sim.world import simulate
+from acksim.model.candidates import CANDIDATES
+from acksim.scenario import parse
+from acksim.judges.summary import build_summary
+from acksim.world.core import simulate
 
 INCIDENTS = Path(__file__).resolve().parents[2] / "scenarios" / "incidents"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from model.store_api import DbOptions
-from model.stores import open_database
+from acksim.model.store_api import DbOptions
+from acksim.model.stores import open_database
 
 
 @pytest.fixture(params=["sqlite", "memory"])

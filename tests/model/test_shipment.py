@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from model.errors import BusySnapshotError, TransactionStateError, UniqueViolation
-from model.shipment import (
+from acksim.model.errors import BusySnapshotError, TransactionStateError, UniqueViolation
+from acksim.model.shipment import (
     DEAD_LETTER,
     DONE,
     Decision,
@@ -18,7 +18,7 @@ from model.shipment import (
     fan_out,
     update_complete,
 )
-from model.shipment_store import (
+from acksim.model.shipment_store import (
     DeliveryRecord,
     MemoryDeliveryRecords,
     SqliteDeliveryRecords,

@@ -12,9 +12,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from model.errors import BusyError, BusySnapshotError
-from model.job import Account
-from model.store_api import Write
+from acksim.model.errors import BusyError, BusySnapshotError
+from acksim.model.job import Account
+from acksim.model.store_api import Write
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
 

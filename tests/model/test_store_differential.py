@@ -14,10 +14,10 @@ from datetime import datetime, timedelta, timezone
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from model.errors import StoreError
-from model.job import Account, reminder_event_key
-from model.store_api import DbOptions
-from model.stores import open_database
+from acksim.model.errors import StoreError
+from acksim.model.job import Account, reminder_event_key
+from acksim.model.store_api import DbOptions
+from acksim.model.stores import open_database
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
 ACCOUNT_IDS = st.sampled_from(["a", "b"])

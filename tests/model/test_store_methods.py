@@ -6,9 +6,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from model.errors import StoreError, TransactionStateError
-from model.job import Account
-from model.store_api import DbOptions, OutboxEvent, Write
+from acksim.model.errors import StoreError, TransactionStateError
+from acksim.model.job import Account
+from acksim.model.store_api import DbOptions, OutboxEvent, Write
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
 NON_UNIQUE = DbOptions(unique_markers=False, unique_outbox_keys=False)

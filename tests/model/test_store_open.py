@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from model.memory_store import MemoryDatabase
-from model.sqlite_store import SqliteDatabase
-from model.store_api import DbOptions
-from model.stores import open_database
+from acksim.model.memory_store import MemoryDatabase
+from acksim.model.sqlite_store import SqliteDatabase
+from acksim.model.store_api import DbOptions
+from acksim.model.stores import open_database
 
 
 def test_backends(tmp_path):

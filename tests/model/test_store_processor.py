@@ -6,9 +6,9 @@ from datetime import datetime, timezone
 
 import pytest
 
-from model import CleanupJob, process
-from model.job import Account
-from model.store_api import OutboxEvent, Write
+from acksim.model import CleanupJob, process
+from acksim.model.job import Account
+from acksim.model.store_api import OutboxEvent, Write
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
 

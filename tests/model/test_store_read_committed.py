@@ -6,10 +6,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from model.errors import BusyError, BusySnapshotError, UniqueViolation
-from model.job import Account
-from model.store_api import DbOptions, OutboxEvent, Write
-from model.stores import open_database
+from acksim.model.errors import BusyError, BusySnapshotError, UniqueViolation
+from acksim.model.job import Account
+from acksim.model.store_api import DbOptions, OutboxEvent, Write
+from acksim.model.stores import open_database
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=timezone.utc)
 RC = DbOptions(isolation="read_committed")

@@ -5,11 +5,11 @@ one scenario and seed always give the same history."""
 from hypothesis import given, strategies as st
 
 from tinyworld import tiny_dict
-from model import process
-from sim.history import to_csv
-from sim.invariants import check_all
-from sim.scenario import parse
-from sim.world import World
+from acksim.model import process
+from acksim.history import to_csv
+from acksim.judges.invariants import check_all
+from acksim.scenario import parse
+from acksim.world.core import World
 
 
 @st.composite

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sim.cli import main
+from acksim.cli.main import main
 
 SMOKE = str(Path(__file__).resolve().parents[2] / "scenarios" / "smoke.toml")
 
@@ -92,12 +92,12 @@ def test_bad_values_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, rep
 
 
 def test_missing_file_and_bad_arguments_exit_2(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "sim.cli", "run", str(tmp_path / "none.toml")],
+    r = subprocess.run([sys.executable, "-m", "acksim.cli.main", "run", str(tmp_path / "none.toml")],
                        capture_output=True, text=True)
     assert r.returncode == 2 and r.stderr.strip().endswith("none.toml: scenario file not found")
-    r = subprocess.run([sys.executable, "-m", "sim.cli", "run", SMOKE, "--seed", "x"], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "acksim.cli.main", "run", SMOKE, "--seed", "x"], capture_output=True, text=True)
     assert r.returncode == 2 and "--seed: invalid int value: 'x'" in r.stderr
-    r = subprocess.run([sys.executable, "-m", "sim.cli", "run", SMOKE, "--seed", "-1"], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "acksim.cli.main", "run", SMOKE, "--seed", "-1"], capture_output=True, text=True)
     assert r.returncode == 2 and "seed: Input should be greater than or equal to 0" in r.stderr
 
 
@@ -106,7 +106,7 @@ def test_the_history_does_not_depend_on_the_process_hash_seed(tmp_path):
     for hash_seed in ("1", "2"):
         out = tmp_path / f"h{hash_seed}"
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        r = subprocess.run([sys.executable, "-m", "sim.cli", "run", SMOKE, "--out", str(out)], env=env,
+        r = subprocess.run([sys.executable, "-m", "acksim.cli.main", "run", SMOKE, "--out", str(out)], env=env,
                            capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         outs.append(((out / "events.csv").read_bytes(), (out / "summary.json").read_bytes()))

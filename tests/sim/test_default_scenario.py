@@ -2,14 +2,14 @@
 SQLite, hundreds of crashes in every phase, and the reference design keeps every invariant
 with non-trivial recovery times. (About 15 s: the one slow test of the suite.)"""
 
-from sim.cli import DEFAULT_SCENARIO
-from sim.scenario import load
-from sim.summary import build_summary, passed
-from sim.world import simulate
+from acksim.scenarios import bundled
+from acksim.scenario import load
+from acksim.judges.summary import build_summary, passed
+from acksim.world.core import simulate
 
 
 def test_the_default_scenario_passes_with_hundreds_of_crashes_in_every_phase():
-    scenario = load(DEFAULT_SCENARIO)
+    scenario = load(bundled("game-renewal.toml"))
     outcome = simulate(scenario)
     summary = build_summary(scenario, outcome)
     c, slo = summary["counts"], summary["slo"]

@@ -4,12 +4,12 @@ from datetime import datetime, timezone
 
 import pytest
 
-from model.job import Account
-from model.store_api import OutboxEvent
-from sim.history import Record
-from sim.invariants import (INVARIANTS, ack_after_durable, at_most_once_effect, check_all,
+from acksim.model.job import Account
+from acksim.model.store_api import OutboxEvent
+from acksim.history import Record
+from acksim.judges.invariants import (INVARIANTS, ack_after_durable, at_most_once_effect, check_all,
                             effect_with_outbox, no_cleanup_after_renewal, no_lost_work)
-from sim.world import FinalState
+from acksim.world.core import FinalState
 
 A = "acct-1"
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)

@@ -4,11 +4,11 @@ hazard shows up in a small run of its own (the rows of the README's presets tabl
 
 import pytest
 
-from sim.cli import main
-from sim.presets import PRESETS
-from sim.scenario import ScenarioError, parse
-from sim.summary import build_summary
-from sim.world import simulate
+from acksim.cli.main import main
+from acksim.scenario.presets import PRESETS
+from acksim.scenario import ScenarioError, parse
+from acksim.judges.summary import build_summary
+from acksim.world.core import simulate
 
 
 def scenario(preset: str, accounts: int = 1, **tables):

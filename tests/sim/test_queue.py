@@ -6,10 +6,10 @@ from datetime import datetime, timezone
 import pytest
 import simpy
 
-from model.job import CleanupJob
-from sim.history import History
-from sim.queue import MessageTooLarge, Queue, body_bytes
-from sim.scenario import Queue as QueueConfig
+from acksim.model.job import CleanupJob
+from acksim.history import History
+from acksim.world.queue import MessageTooLarge, Queue, body_bytes
+from acksim.scenario import Queue as QueueConfig
 
 JOB = CleanupJob("acct-1", 1, datetime(2026, 1, 1, tzinfo=timezone.utc))
 

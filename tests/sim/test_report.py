@@ -12,16 +12,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import sim.report
-import sim.report.plots
-from sim.history import COLUMNS, Record
-from sim.report import write_report
-from sim.report.plots.timeline import choose_lanes, clock, natural_key, plot_worker_timeline
-from sim.report.plots.timeline_window import choose_window
-from sim.report.summary_json import render_summary_json
-from sim.report.tables import format_figure, format_seconds, summarise_example, verdict
-from sim.series import attempt_spans
-from sim.slo import evaluate, figures
+import acksim.report
+import acksim.report.plots
+from acksim.history import COLUMNS, Record
+from acksim.report import write_report
+from acksim.report.plots.timeline import choose_lanes, clock, natural_key, plot_worker_timeline
+from acksim.report.plots.timeline_window import choose_window
+from acksim.report.summary_json import render_summary_json
+from acksim.report.tables import format_figure, format_seconds, summarise_example, verdict
+from acksim.judges.series import attempt_spans
+from acksim.judges.slo import evaluate, figures
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PLOT_NAMES = ["end_to_end_ecdf.png", "queue_depth.png", "recovery_time.png", "throughput.png",
@@ -150,7 +150,7 @@ def test_html_is_self_contained_escaped_and_embeds_the_plots(tmp_path, history):
     assert re.findall(r'(?:src|href)="(?!data:image/png;base64,)', html) == []
     assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; co" in html
     embedded = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
-    on_disk = [(out / "plots" / name).read_bytes() for name, _c, _r in sim.report.PLOTS]
+    on_disk = [(out / "plots" / name).read_bytes() for name, _c, _r in acksim.report.PLOTS]
     assert [base64.b64decode(e) for e in embedded] == on_disk
     assert "<td>31.5 s</td>" in html and 'class="verdict pass"' in html
 
@@ -209,7 +209,7 @@ def test_a_failing_renderer_leaves_no_trace(tmp_path, history, monkeypatch, prev
     if previous:
         out.mkdir()
         (out / "report.md").write_text("previous report")
-    monkeypatch.setattr(sim.report, "render_html", _boom)
+    monkeypatch.setattr(acksim.report, "render_html", _boom)
     with pytest.raises(RuntimeError, match="renderer failed"):
         write_report(out, make_summary(history), history, title="Small run")
     if previous:
@@ -222,9 +222,9 @@ def test_a_failing_plot_leaves_the_previous_report(tmp_path, history, monkeypatc
     out = tmp_path / "out"
     write_report(out, make_summary(history), history, title="First")
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    plots = list(sim.report.plots.PLOTS)
+    plots = list(acksim.report.plots.PLOTS)
     plots[-1] = (plots[-1][0], plots[-1][1], _boom)
-    monkeypatch.setattr(sim.report.plots, "PLOTS", tuple(plots))
+    monkeypatch.setattr(acksim.report.plots, "PLOTS", tuple(plots))
     with pytest.raises(RuntimeError):
         write_report(out, make_summary(history), history, title="Second")
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
@@ -235,14 +235,14 @@ def test_a_failing_final_rename_restores_the_previous_report(tmp_path, history, 
     out = tmp_path / "out"
     out.mkdir()
     (out / "report.md").write_text("previous report")
-    real_rename = sim.report.os.rename
+    real_rename = acksim.report.os.rename
 
     def rename(src, dst):
         if Path(dst) == out and Path(src).name.startswith(".out.tmp-"):
             raise OSError("disk trouble")
         real_rename(src, dst)
 
-    monkeypatch.setattr(sim.report.os, "rename", rename)
+    monkeypatch.setattr(acksim.report.os, "rename", rename)
     with pytest.raises(OSError, match="disk trouble"):
         write_report(out, make_summary(history), history, title="Small run")
     assert (out / "report.md").read_text() == "previous report"
@@ -279,7 +279,7 @@ def test_empty_history_renders(tmp_path):
 
 
 def test_empty_plots_differ_from_drawn_ones(history):
-    for _name, _caption, render in sim.report.PLOTS:
+    for _name, _caption, render in acksim.report.PLOTS:
         assert render([]) != render(history)
 
 
@@ -384,7 +384,7 @@ def test_timeline_renders_many_workers_and_spans_from_the_series(history):
 def test_recovery_histogram_of_nearly_equal_times(monkeypatch):
     import pandas as pd
 
-    import sim.report.plots.recovery as recovery
+    import acksim.report.plots.recovery as recovery
 
     # times a nanosecond apart once raised "Too many bins for data range" (exit 3)
     monkeypatch.setattr(recovery, "recovery_times", lambda _h: pd.Series([1e6, 1e6 + 1e-9, 1e6]))

@@ -3,8 +3,8 @@ and the allowed range."""
 
 import pytest
 
-from sim.cli import DEFAULT_SCENARIO
-from sim.scenario import Scenario, ScenarioError, load, parse
+from acksim.scenarios import bundled
+from acksim.scenario import Scenario, ScenarioError, load, parse
 
 
 def test_defaults_come_from_the_design_documents_and_sqs():
@@ -16,7 +16,7 @@ def test_defaults_come_from_the_design_documents_and_sqs():
 
 
 def test_the_bundled_scenario_is_valid_and_big_enough():
-    s = load(DEFAULT_SCENARIO)
+    s = load(bundled("game-renewal.toml"))
     assert s.workload.accounts >= 20_000 and s.workload.deadline_window_s == 86_400
     assert s.workers.count == 8 and s.stores.backend == "sqlite" and s.queue.duplicate_probability == 0.01
     assert len(s.faults.deployments) == 1

@@ -2,9 +2,9 @@
 
 import pytest
 
-from sim.history import Record
-from sim.series import attempt_spans, message_ages, queue_series, recovery_times, throughput_series
-from sim.slo import FIGURES, evaluate, figures
+from acksim.history import Record
+from acksim.judges.series import attempt_spans, message_ages, queue_series, recovery_times, throughput_series
+from acksim.judges.slo import FIGURES, evaluate, figures
 
 
 def h(*rows):

@@ -4,10 +4,10 @@ design documents, crashes in each phase, deployments, conflicts and the lifecycl
 import numpy as np
 import pytest
 
-from model import process
-from sim.renewals import LifecycleOp
-from sim.summary import build_summary, counts
-from sim.world import World
+from acksim.model import process
+from acksim.world.renewals import LifecycleOp
+from acksim.judges.summary import build_summary, counts
+from acksim.world.core import World
 
 
 def run(scenario, processor=process, ops=None, db_path=None):
@@ -270,11 +270,11 @@ def test_an_outbox_event_under_the_wrong_key_is_reported(tiny):
 
 
 def test_sqlite_and_its_in_memory_twin_give_the_same_history():
-    from sim.cli import DEFAULT_SCENARIO
-    from sim.history import to_csv
-    from sim.scenario import load, parse
+    from acksim.scenarios import bundled
+    from acksim.history import to_csv
+    from acksim.scenario import load, parse
 
-    base = load(DEFAULT_SCENARIO.parent / "smoke.toml").model_dump()
+    base = load(bundled("smoke.toml")).model_dump()
     histories = []
     for backend in ("sqlite", "memory"):
         base["stores"]["backend"] = backend
@@ -299,8 +299,8 @@ def test_service_time_is_work_before_the_unit_of_work(tiny):
 
 
 def test_poisson_arrivals_space_deadlines_by_exponential_gaps(tiny):
-    from sim.renewals import plan_workload
-    from sim.world import stream
+    from acksim.world.renewals import plan_workload
+    from acksim.world.core import stream
 
     sc = tiny(workload={"accounts": 4000, "arrivals": "poisson", "arrival_rate_per_s": 2.0, "deadline_start_s": 0})
     deadlines, _ = plan_workload(sc.workload, stream(1, "workload"))

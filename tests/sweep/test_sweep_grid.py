@@ -6,11 +6,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sim.cli import main
-from sim.scenario import ScenarioError
-from sim.sweep import load_sweep
-from sim.sweep_exec import execute, finished_runs
-from sim.sweep_report import cheapest, point_summary
+from acksim.cli.main import main
+from acksim.scenario import ScenarioError
+from acksim.capacity.sweep import load_sweep
+from acksim.capacity.executors import execute, finished_runs
+from acksim.capacity.sweep_report import cheapest, point_summary
 
 SMOKE = Path(__file__).resolve().parents[2] / "scenarios" / "smoke.toml"
 

@@ -18,8 +18,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
-from sim.queueing import erlang_c, erlang_c_wait, md1_wait, measure, mmc_scenario
-from sim.world import World
+from acksim.capacity.queueing import erlang_c, erlang_c_wait, md1_wait, measure, mmc_scenario
+from acksim.world.core import World
 
 ciw = pytest.importorskip("ciw")
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from sim.history import Record
-from sim.report.plots.counterexample import MAX_RECORDS, plot_counterexample
-from sim.report.plots.end_to_end import plot_end_to_end
-from sim.report.plots.queue_depth import plot_queue_depth
-from sim.report.plots.recovery import plot_recovery_times
-from sim.report.plots.throughput import plot_throughput
-from sim.report.plots.timeline import plot_worker_timeline
+from acksim.history import Record
+from acksim.report.plots.counterexample import MAX_RECORDS, plot_counterexample
+from acksim.report.plots.end_to_end import plot_end_to_end
+from acksim.report.plots.queue_depth import plot_queue_depth
+from acksim.report.plots.recovery import plot_recovery_times
+from acksim.report.plots.throughput import plot_throughput
+from acksim.report.plots.timeline import plot_worker_timeline
 
 PLOTS: tuple[tuple[str, str, Callable[[Sequence[Record]], bytes]], ...] = (
     ("queue_depth.png", "Queue depth: visible and in-flight messages", plot_queue_depth),

@@ -12,10 +12,10 @@ from typing import Sequence
 
 from matplotlib.lines import Line2D
 
-from sim.history import LIFECYCLE_KINDS, Record
-from sim.report.plots._canvas import new_figure, note, to_png
-from sim.report.plots.timeline import OUTCOME_COLORS, natural_key
-from sim.series import attempt_spans
+from acksim.history import LIFECYCLE_KINDS, Record
+from acksim.report.plots._canvas import new_figure, note, to_png
+from acksim.report.plots.timeline import OUTCOME_COLORS, natural_key
+from acksim.judges.series import attempt_spans
 
 MAX_RECORDS = 3000
 _LIFECYCLE = LIFECYCLE_KINDS | {"account_updated"}

@@ -6,16 +6,16 @@ from typing import Sequence
 
 import numpy as np
 
-from sim.history import Record
-from sim.report.plots._canvas import new_figure, note, to_png
-from sim.series import end_to_end_latencies
+from acksim.history import Record
+from acksim.report.plots._canvas import new_figure, note, to_png
+from acksim.judges.series import end_to_end_latencies
 
 PERCENTILES = ((50, "tab:green"), (95, "tab:orange"), (99, "tab:red"))
 
 
 def plot_end_to_end(history: Sequence[Record]) -> bytes:
     """PNG bytes: empirical CDF of ``end_to_end_latencies`` (virtual seconds), with vertical
-    lines at the percentiles ``sim.slo`` reports; a "no committed cleanups" note when empty."""
+    lines at the percentiles ``acksim.judges.slo`` reports; a "no committed cleanups" note when empty."""
     fig, ax = new_figure()
     latencies = np.sort(end_to_end_latencies(history).to_numpy(dtype=float))
     if latencies.size == 0:

@@ -7,9 +7,9 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from sim.history import Record
-from sim.report.plots._canvas import new_figure, note, to_png
-from sim.series import queue_series
+from acksim.history import Record
+from acksim.report.plots._canvas import new_figure, note, to_png
+from acksim.judges.series import queue_series
 
 RAW_SPAN_S = 3 * 3600.0
 BIN_S = 60.0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from sim.history import Record
-from sim.report.plots._canvas import new_figure, note, to_png
-from sim.series import recovery_times
+from acksim.history import Record
+from acksim.report.plots._canvas import new_figure, note, to_png
+from acksim.judges.series import recovery_times
 
 BINS = 40
 

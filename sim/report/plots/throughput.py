@@ -6,9 +6,9 @@ from typing import Sequence
 
 import numpy as np
 
-from sim.history import Record
-from sim.report.plots._canvas import new_figure, note, to_png
-from sim.series import throughput_series
+from acksim.history import Record
+from acksim.report.plots._canvas import new_figure, note, to_png
+from acksim.judges.series import throughput_series
 
 BIN_S = 60.0
 

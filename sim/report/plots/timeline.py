@@ -21,10 +21,10 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from sim.history import Record
-from sim.report.plots._canvas import new_figure, note, to_png
-from sim.report.plots.timeline_window import WINDOW_S, choose_window
-from sim.series import attempt_spans
+from acksim.history import Record
+from acksim.report.plots._canvas import new_figure, note, to_png
+from acksim.report.plots.timeline_window import WINDOW_S, choose_window
+from acksim.judges.series import attempt_spans
 
 MAX_LANES = 16
 FIGSIZE = (10.0, 6.0)

@@ -1,0 +1,127 @@
+"""Sweeps: a grid over scenario fields, times replications, for capacity planning.
+
+A sweep file names a base scenario, fixed overrides, a grid (each key a dotted scenario
+field, each value the list of values to try) and a number of replications (seeds). Every
+combination of grid values with every seed is one run; a run is a pure function of its
+scenario, so a process pool and a Dask cluster give identical rows. Rows are appended to
+``runs.csv`` as they finish, so an interrupted sweep keeps them, and a rerun into the same
+folder does only the runs still missing.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from acksim.scenario import ScenarioError, load, parse
+
+Scalar = int | float | bool | str
+
+
+class SweepSpec(BaseModel):
+    """A sweep file. ``scenario``: the base scenario (relative to the sweep file);
+    ``replications``: seeds per grid point (base seed, base seed + 1, ...); ``overrides``:
+    fixed ``"section.key" = value`` for every run; ``grid``: ``"section.key" = [values]``;
+    ``cost``: the grid field whose value is the cost to minimise when picking the cheapest
+    point that meets every SLO (default ``workers.count``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    scenario: str = Field(min_length=1)
+    replications: int = Field(3, ge=1, le=1000)
+    overrides: dict[str, Scalar] = {}
+    grid: dict[str, Annotated[list[Scalar], Field(min_length=1, max_length=1000)]] = Field(min_length=1)
+    cost: str = "workers.count"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a sweep: its index, grid point, parameter values, seed and scenario data."""
+
+    run: int
+    point: int
+    params: tuple[tuple[str, Scalar], ...]
+    seed: int
+    scenario: dict
+
+
+def load_sweep(path: str | Path) -> tuple[SweepSpec, list[RunSpec], str]:
+    """Read a sweep file and expand it into runs; returns (spec, runs, sweep id).
+
+    Every run's scenario is validated before anything runs. Raises ``ScenarioError`` (one
+    line naming the field, or the grid point and its field) for bad input."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ScenarioError(f"{p}: sweep file not found") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ScenarioError(f"{p}: cannot read sweep file: {exc}") from None
+    try:
+        spec = SweepSpec.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ScenarioError(f"{p}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    if spec.cost not in spec.grid:
+        raise ScenarioError(f"{p}: cost: {spec.cost!r} is not a grid field ({', '.join(spec.grid)})")
+    base = load(p.parent / spec.scenario).model_dump(exclude_none=True)
+    base.pop("expect", None)
+    for key, value in spec.overrides.items():
+        _set(base, key, value, f"{p}: overrides.{key}")
+    keys = list(spec.grid)
+    runs: list[RunSpec] = []
+    for point, values in enumerate(itertools.product(*(spec.grid[k] for k in keys))):
+        data = copy.deepcopy(base)
+        for key, value in zip(keys, values):
+            _set(data, key, value, f"{p}: grid.{key}")
+        parse(data, f"{p}: grid point {dict(zip(keys, values))}")  # validate up front
+        for rep in range(spec.replications):
+            seeded = copy.deepcopy(data)
+            seeded["seed"] = base["seed"] + rep
+            runs.append(RunSpec(len(runs), point, tuple(zip(keys, values)), seeded["seed"], seeded))
+    sweep_id = hashlib.sha256(json.dumps([spec.model_dump(), base], sort_keys=True, default=str).encode()).hexdigest()[:12]
+    return spec, runs, sweep_id
+
+
+def _set(data: dict, dotted: str, value: Any, where: str) -> None:
+    if dotted == "queue.preset":  # a preset is a set of defaults; the base has every field set already
+        raise ScenarioError(f"{where}: a sweep cannot vary queue.preset (each preset brings its own defaults); "
+                            "name it in the scenario, or compare presets with acksim compare")
+    *sections, key = dotted.split(".")
+    node = data
+    for section in sections:
+        if not isinstance(node.get(section), dict):
+            raise ScenarioError(f"{where}: no scenario table {section!r}")
+        node = node[section]
+    if key not in node:
+        raise ScenarioError(f"{where}: no scenario field {dotted!r}")
+    node[key] = value
+
+
+def run_one(spec: RunSpec) -> dict:
+    """Run one sweep run and return its row: run, point, seed, the parameters, every SLO
+    figure (value and met), every invariant verdict, ``passed`` and a few counts. A pure
+    function of ``spec`` (picklable, for process pools and Dask workers)."""
+    from acksim.judges.summary import build_summary, passed
+    from acksim.world.core import simulate
+
+    scenario = parse(spec.scenario, f"run {spec.run}")
+    summary = build_summary(scenario, simulate(scenario))
+    row: dict = {"run": spec.run, "point": spec.point, "seed": spec.seed, **dict(spec.params)}
+    for name, v in summary["slo"].items():
+        row[name] = v["value"]
+        row[f"{name}_met"] = v["met"]
+    for name, v in summary["invariants"].items():
+        row[f"holds_{name}"] = v["holds"]
+    row["passed"] = passed(summary)
+    for name in ("jobs", "crashes", "conflicts", "visibility_expired", "dead_lettered"):
+        row[f"count_{name}"] = summary["counts"][name]
+    return row

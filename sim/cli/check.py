@@ -1,0 +1,193 @@
+"""The ``acksim check`` command: arguments, the search, and how a finding is shown and saved.
+
+Exit codes: 0 nothing found (and, with ``--require-coverage``, every hazard window hit); 1 a
+finding (an invariant violated, an error of the processor's own, a hung processor) or an
+uncovered hazard window under ``--require-coverage``; 2 bad input (a processor reference that
+does not load, a bad scenario or option).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from acksim.search.check import PROCESSOR_FINDINGS, base_scenario, history_digest, replay_text, run_check, schedule, timeline
+from acksim.judges.hazards import HAZARDS
+from acksim.report.outdir import UsageError, check_out_dir, safe_name
+from acksim.world.processor_ref import load_processor
+from acksim.report.plots.counterexample import plot_counterexample
+from acksim.scenario import load
+
+DESIGN_FLAGS = (  # (flag, scenario section, key, choices)
+    ("--ack-policy", "workers", "ack_policy", ("after_commit", "before_processing")),
+    ("--transaction-scope", "workers", "transaction_scope", ("unit_of_work", "autocommit")),
+    ("--isolation", "stores", "isolation", ("serializable", "read_committed")),
+    ("--backend", "stores", "backend", ("memory", "sqlite")),
+    ("--unique-markers", "stores", "unique_markers", ("on", "off")),
+    ("--unique-outbox-keys", "stores", "unique_outbox_keys", ("on", "off")),
+)
+
+
+def add_check_parser(sub) -> None:
+    """Add the ``check`` subcommand to the ``acksim`` argument parser."""
+    p = sub.add_parser("check", help="search fault schedules for an invariant violation of a design")
+    p.add_argument("scenario", nargs="?", help="base scenario whose queue, workers, stores and mail settings "
+                                               "the examples start from (default: a small built-in one)")
+    p.add_argument("--processor", metavar="REF", help="package.module:function or path/to/file.py:function "
+                                                      "(default: the reference acksim.model.processor:process)")
+    p.add_argument("--candidate", metavar="NAME", help="a bundled candidate design (processor and design "
+                                                       "options) from acksim.model.candidates; see README")
+    p.add_argument("--max-examples", type=int, default=500, help="examples to try, 1 .. 1,000,000 (default 500)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
+    for flag, _section, _key, choices in DESIGN_FLAGS:
+        p.add_argument(flag, choices=choices, help="design option (default: the base scenario's)")
+    p.add_argument("--out", default="reports/check", help="folder for replay files (default reports/check)")
+    p.add_argument("--save-corpus", metavar="DIR", help="also save each counterexample's replay file here")
+    p.add_argument("--require-coverage", action="store_true",
+                   help="fail (exit 1) when a hazard window was never hit")
+    p.add_argument("--database", default=".hypothesis/acksim",
+                   help="Hypothesis example database folder; earlier counterexamples are tried first")
+    p.add_argument("--no-database", action="store_true", help="use no example database")
+
+
+def cmd_check(args) -> int:
+    """Run ``acksim check``; returns the exit code."""
+    from acksim.model.candidates import CANDIDATES
+
+    if not 1 <= args.max_examples <= 1_000_000:
+        raise UsageError(f"--max-examples: must be 1 .. 1000000, got {args.max_examples}")
+    if not 0 <= args.seed < 2**63:
+        raise UsageError(f"--seed: must be 0 .. 2**63-1, got {args.seed}")
+    design: dict = {}
+    ref = args.processor
+    if args.candidate:
+        if args.candidate not in CANDIDATES:
+            raise UsageError(f"--candidate: unknown {args.candidate!r}; one of {', '.join(CANDIDATES)}")
+        candidate = CANDIDATES[args.candidate]
+        design = {k: dict(v) for k, v in candidate.design.items()}
+        ref = ref or f"{candidate.processor.__module__}:{candidate.processor.__name__}"
+    for flag, section, key, _choices in DESIGN_FLAGS:
+        value = getattr(args, flag[2:].replace("-", "_"))
+        if value is not None:
+            design.setdefault(section, {})[key] = {"on": True, "off": False}.get(value, value)
+    base = base_scenario(load(args.scenario) if args.scenario else None, design)
+    ref = ref or base.processor
+    processor = load_processor(ref, "--processor")
+    ref = absolute_ref(ref)  # a replay file must load it from anywhere
+    out = Path(args.out)
+    check_out_dir(out, replaces=False)  # replay files are added to the folder
+    if args.save_corpus:
+        check_out_dir(Path(args.save_corpus), replaces=False, flag="--save-corpus")
+
+    def progress(n: int) -> None:
+        if sys.stderr.isatty() and n % 25 == 0:
+            print(f"\racksim check: {n} examples", end="", file=sys.stderr, flush=True)
+
+    report = run_check(processor, base, max_examples=args.max_examples, seed=args.seed,
+                       database=None if args.no_database else Path(args.database),
+                       key=f"{ref}|{describe(base)}", progress=progress)
+    if sys.stderr.isatty():
+        print("\r", end="", file=sys.stderr)
+    rate = report.examples / report.seconds if report.seconds else 0.0
+    print(f"acksim check: {ref} ({describe(base)})")
+    print(f"examples run (shrinking included): {report.examples} in {report.seconds:.1f} s "
+          f"({rate:.1f} examples/s), seed {args.seed}")
+    print("crash phases covered: " + ", ".join(f"{p} {report.phases[p]}" for p in
+                                                ("before_call", "after_call", "after_commit", "during_ack")))
+    print("hazard windows (examples that hit each):")
+    for name, _fn in HAZARDS:
+        print(f"  {name:<42} {report.coverage[name]:>6}" + ("   WARNING: never hit" if not report.coverage[name] else ""))
+    written = save_findings(report, ref, out, Path(args.save_corpus) if args.save_corpus else None)
+    for line in render_findings(report, written):
+        print(line)
+    uncovered = report.uncovered
+    if report.findings:
+        print(f"\nFAIL: {len(report.findings)} kind(s) of finding: {', '.join(report.findings)}")
+        return 1
+    if uncovered and args.require_coverage:
+        print(f"\nFAIL: hazard windows never hit: {', '.join(uncovered)} (--require-coverage)")
+        return 1
+    print(f"\nPASS: no violation in {report.examples} examples" +
+          (f"; never hit: {', '.join(uncovered)}" if uncovered else "; every hazard window hit"))
+    return 0
+
+
+def render_findings(report, replay_paths: list[Path]) -> list[str]:
+    """Each finding as text: what broke, the shrunk schedule, the timeline, the replay command."""
+    lines: list[str] = []
+    for (name, (scenario, result)), path in zip(report.findings.items(), replay_paths):
+        lines.append(f"\nFOUND {name}: {', '.join(result.failures)}")
+        for kind, verdict in result.verdicts.items():
+            if not verdict["holds"] and name not in PROCESSOR_FINDINGS:
+                lines.append(f"  {kind}: {verdict['violations']} violation(s); first: {verdict['example']}")
+        if result.errors:
+            lines.append("  the processor's own error:\n    " + result.errors[0].rstrip().replace("\n", "\n    "))
+        lines.append("  schedule (shrunk):")
+        lines += [f"    {line}" for line in schedule(scenario)]
+        lines.append("  timeline:")
+        lines += [f"    {line}" for line in timeline(result.history)]
+        lines.append(f"  replay: acksim run {path}")
+    return lines
+
+
+def describe(base) -> str:
+    """The design options of a base scenario, in one line."""
+    w, s = base.workers, base.stores
+    return (f"ack {w.ack_policy}, {w.transaction_scope}, {s.backend} {s.isolation}, "
+            f"unique markers {'on' if s.unique_markers else 'off'}, "
+            f"unique outbox keys {'on' if s.unique_outbox_keys else 'off'}")
+
+
+def absolute_ref(ref: str) -> str:
+    """A file reference made absolute (module references are left as they are)."""
+    target, _, name = ref.rpartition(":")
+    if target.endswith(".py") or "/" in target:
+        return f"{Path(target).resolve()}:{name}"
+    return ref
+
+
+def design_tag(scenario) -> str:
+    """The design options that differ from the reference design, for file names:
+    e.g. ``autocommit`` or ``read-committed+no-unique-markers``; empty for the reference."""
+    w, s = scenario.workers, scenario.stores
+    tags = [tag for tag, on in (
+        ("ack-before-processing", w.ack_policy == "before_processing"),
+        ("autocommit", w.transaction_scope == "autocommit"),
+        ("read-committed", s.isolation == "read_committed"),
+        ("no-unique-markers", not s.unique_markers),
+        ("no-unique-outbox-keys", not s.unique_outbox_keys),
+        ("sqlite", s.backend == "sqlite")) if on]
+    return "+".join(tags)
+
+
+def save_findings(report, ref: str, out: Path, corpus: Path | None) -> list[Path]:
+    """Write one replay file per finding into ``out`` (and ``corpus``), with its timeline as a
+    swimlane PNG beside it in ``out``; returns the replay files' paths."""
+    paths = []
+    for name, (scenario, result) in report.findings.items():
+        text = replay_text(scenario, result, ref)
+        module, _, function = ref.rpartition(":")
+        short = Path(module).stem if module.endswith(".py") else module
+        stem = safe_name("-".join(p for p in (f"{short}.{function}", design_tag(scenario), name) if p))
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"{stem}.toml"
+        path.write_text(text, encoding="utf-8")
+        (out / f"{stem}.png").write_bytes(plot_counterexample(result.history))  # the timeline, drawn
+        paths.append(path)
+        if corpus is not None:
+            corpus.mkdir(parents=True, exist_ok=True)
+            (corpus / f"{stem}.toml").write_text(text, encoding="utf-8")
+    return paths
+
+
+def replay_verdict(scenario, history, summary) -> str:
+    """One line: did this run reproduce what the replay file recorded?"""
+    expect = scenario.expect
+    violated = tuple(n for n, v in summary["invariants"].items() if not v["holds"])
+    errors = bool(summary["counts"].get("processor_errors"))
+    same_history = not expect.history_sha256 or history_digest(history) == expect.history_sha256
+    if violated == tuple(expect.violated) and errors == expect.processor_error and same_history:
+        return (f"replay: reproduced ({', '.join(violated) or 'no violation'}"
+                f"{', processor error' if errors else ''}; same history, record for record)")
+    return (f"replay: NOT reproduced: expected {list(expect.violated)} processor_error={expect.processor_error}, "
+            f"got {list(violated)} processor_error={errors}; history {'same' if same_history else 'differs'}")

@@ -1,0 +1,168 @@
+"""The ``acksim compare`` command and its report folder.
+
+``acksim compare SCENARIO [--presets a,b,...] [--out DIR] [--seed N]`` runs the scenario on
+each preset (``acksim.capacity.compare``) and writes compare.json, compare.csv, compare.md and plots/*.png
+into a scratch folder beside ``DIR``, renamed into place only once complete. Exit codes: 0 every
+preset passed (every invariant held, every SLO threshold met); 1 one did not (a comparison for
+a design review is a verdict); 2 bad input (scenario, preset names, folder).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from acksim.capacity.compare import (
+    compare_table,
+    comparison,
+    preset_names,
+    preset_scenarios,
+)
+from acksim.report.outdir import check_out_dir, safe_name
+from acksim.scenario.presets import PRESETS
+from acksim.scenario import read_data
+from acksim.report import staged
+from acksim.report.plots._canvas import new_figure, to_png
+from acksim.judges.slo import LOWER_BOUND_FIGURES
+
+
+def add_compare_parser(sub) -> None:
+    """Add the ``compare`` subcommand to the ``acksim`` argument parser."""
+    p = sub.add_parser("compare", help="run one scenario on several queue presets, side by side")
+    p.add_argument("scenario", help="scenario TOML file (its [queue] table is replaced by each preset's)")
+    p.add_argument("--presets", help="comma-separated preset names (default: every preset; acksim presets lists them)")
+    p.add_argument("--out", help="report folder (default: reports/compare-<scenario name>)")
+    p.add_argument("--seed", type=int, help="override the scenario's seed for every preset (0 .. 2**63-1)")
+
+
+def cmd_compare(args) -> int:
+    """Run ``acksim compare``; returns the exit code. Raises ``UsageError`` and
+    ``ScenarioError`` for bad input (preset names, any preset's scenario, the folder), before
+    anything runs or is written."""
+    names = preset_names(args.presets)
+    scenarios = preset_scenarios(read_data(args.scenario), args.scenario, names, args.seed)
+    out = Path(args.out) if args.out is not None else Path("reports") / f"compare-{safe_name(scenarios[0].name)}"
+    check_out_dir(out, replaces=not (out / "compare.json").is_file())  # an earlier comparison is replaced
+    result = comparison(scenarios)
+    write_compare_report(out, result)
+    for entry in result["presets"]:
+        print(verdict_line(entry))
+    print(f"report: {out}")
+    return 0 if all(e["passed"] for e in result["presets"]) else 1
+
+
+def verdict_line(entry: dict) -> str:
+    """``PASS: <preset>: invariants violated: ...; SLOs missed: ...; hazard witnesses: N`` (or
+    FAIL), with the processor's own errors when there were any."""
+    broken = [n for n, holds in entry["invariants"].items() if not holds]
+    missed = [n for n, v in entry["slo"].items() if v["met"] is False]
+    errors = entry["counts"]["processor_errors"]
+    return (f"{'PASS' if entry['passed'] else 'FAIL'}: {entry['preset']}: "
+            f"invariants violated: {', '.join(broken) or 'none'}; SLOs missed: {', '.join(missed) or 'none'}; "
+            f"hazard witnesses: {entry['hazard']['witnesses']}" + (f"; processor errors: {errors}" if errors else ""))
+
+
+def write_compare_report(out: Path, result: dict) -> list[Path]:
+    """Write compare.json, compare.csv, compare.md and plots/*.png for ``result`` (what
+    ``acksim.capacity.compare.comparison`` returns) into a scratch folder beside ``out``, then rename it to
+    ``out`` (an existing ``out`` is replaced only once the new report is complete; on any
+    failure nothing is left behind). Returns the written paths, sorted."""
+    with staged(out) as staging:
+        plots = render_plots(result)
+        files = {"compare.json": (json.dumps(result, indent=2, allow_nan=False) + "\n").encode("utf-8"),
+                 "compare.csv": compare_table(result).to_csv(index=False, lineterminator="\n").encode("utf-8"),
+                 "compare.md": render_markdown(result, [(n, c) for n, c, _png in plots]).encode("utf-8"),
+                 **{f"plots/{name}": png for name, _caption, png in plots}}
+        (staging / "plots").mkdir()
+        for rel, data in files.items():
+            (staging / rel).write_bytes(data)
+    return sorted(out / rel for rel in files)
+
+
+def side_by_side(result: dict) -> pd.DataFrame:
+    """compare.md's table: one column per preset; rows "verdict", each invariant ("holds" or
+    "VIOLATED (n)"), each SLO figure (its value, "missed" when past its threshold, "-" with no
+    sample; the threshold in the row name) and "hazard witnesses"."""
+    columns = {}
+    for e in result["presets"]:
+        col = {"verdict": "PASS" if e["passed"] else "FAIL"}
+        for name, holds in e["invariants"].items():
+            col[name] = "holds" if holds else f"VIOLATED ({e['violations'][name]})"
+        for fig, v in e["slo"].items():
+            col[_figure_label(fig, v["threshold"])] = (
+                "-" if v["value"] is None else f"{v['value']:.4g}" + (" missed" if v["met"] is False else ""))
+        col["hazard witnesses"] = str(e["hazard"]["witnesses"])
+        columns[e["preset"]] = col
+    return pd.DataFrame(columns)
+
+
+def render_markdown(result: dict, plots: list[tuple[str, str]]) -> str:
+    """The text of compare.md: the side-by-side table, each preset's characteristic hazard
+    with its witnesses, the plots as links (``plots`` are (file name, caption) pairs)."""
+    table = side_by_side(result)
+    lines = [f"# acksim compare: {result['scenario']} (seed {result['seed']})", "",
+             "The same workload and fault schedule on each queue preset. Times are virtual seconds.", "",
+             "| | " + " | ".join(table.columns) + " |", "| --- |" + " --- |" * len(table.columns)]
+    lines += [f"| {row} | " + " | ".join(str(c) for c in cells) + " |" for row, cells in table.iterrows()]
+    lines += ["", "## Characteristic hazards", ""]
+    for e in result["presets"]:
+        kinds = ", ".join(f"`{k}`" for k in PRESETS[e["preset"]].hazard_kinds)
+        lines.append(f"- **{e['preset']}**: {e['hazard']['text']} ({e['hazard']['witnesses']} witnesses: {kinds})")
+    lines += ["", "## Plots", ""]
+    for name, caption in plots:
+        lines += [f"![{caption}](plots/{name})", ""]
+    return "\n".join(lines)
+
+
+def render_plots(result: dict) -> list[tuple[str, str, bytes]]:
+    """(file name, caption, PNG bytes): a bar chart per SLO figure that has a value for some
+    preset (its threshold as a dashed line), one of hazard witnesses, and one of redeliveries,
+    dead-lettered messages and lost work (``no_lost_work`` violations) per preset."""
+    entries = result["presets"]
+    names = [e["preset"] for e in entries]
+    plots = []
+    for fig in entries[0]["slo"]:
+        values = [e["slo"][fig]["value"] for e in entries]
+        if all(v is None for v in values):
+            continue
+        threshold = entries[0]["slo"][fig]["threshold"]
+        missed = [e["slo"][fig]["met"] is False for e in entries]
+        plots.append((f"{fig}.png", f"{fig} by preset", _bars(names, values, fig, threshold, missed)))
+    plots.append(("hazard_witnesses.png", "characteristic hazard witnesses by preset",
+                  _bars(names, [e["hazard"]["witnesses"] for e in entries], "hazard witnesses (records)")))
+    losses = pd.DataFrame({"redeliveries": [e["counts"]["redeliveries"] for e in entries],
+                           "dead_lettered": [e["counts"]["dead_lettered"] for e in entries],
+                           "lost work": [e["violations"]["no_lost_work"] for e in entries]}, index=names)
+    fig, ax = new_figure((10.0, 4.5))
+    losses.plot.bar(ax=ax, width=0.8)
+    ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    ax.set_title("Redeliveries, dead-lettered messages and lost work by preset")
+    ax.set_ylabel("count")
+    plots.append(("redeliveries_dead_lettered_lost_work.png", "redeliveries, dead-lettered and lost work by preset",
+                  to_png(fig)))
+    return plots
+
+
+def _bars(names: list[str], values: list, label: str, threshold: float | None = None,
+          missed: list[bool] | None = None) -> bytes:
+    fig, ax = new_figure((10.0, 4.5))
+    colors = ["tab:red" if m else "tab:blue" for m in (missed or [False] * len(names))]
+    ax.bar(range(len(names)), [0.0 if v is None else float(v) for v in values], color=colors)
+    for i, v in enumerate(values):
+        if v is None:
+            ax.text(i, 0, "no sample", ha="center", va="bottom", fontsize=8, color="#777777", rotation=90)
+    if threshold is not None:
+        ax.axhline(threshold, color="red", linestyle="--", label=f"threshold {threshold:g}")
+        ax.legend(fontsize=8)
+    ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    ax.set_ylabel(label)
+    ax.set_title(f"{label} by preset" + (" (red: threshold missed)" if any(missed or []) else ""))
+    return to_png(fig)
+
+
+def _figure_label(fig: str, threshold: float | None) -> str:
+    if threshold is None:
+        return fig
+    return f"{fig} ({'>=' if fig in LOWER_BOUND_FIGURES else '<='} {threshold:g})"

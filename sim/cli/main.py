@@ -1,0 +1,202 @@
+"""The command line: ``acksim run [SCENARIO] [--seed N] [--out DIR]``, and the ``check``,
+``sweep``, ``compare`` and ``presets`` commands.
+
+Exit codes (fixed, docs/DESIGN.md): 0 every invariant holds and every SLO threshold is met; 1 an
+invariant is violated or a threshold missed; 2 bad input (scenario, arguments), reported as
+one line on stderr with nothing written. Beyond those: 3 an internal error of acksim itself
+(with its traceback), 130 interrupted (Ctrl-C or SIGTERM; no report written).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import traceback
+from pathlib import Path
+
+from acksim.report.outdir import UsageError, check_out_dir, safe_name
+from acksim.cli.check import add_check_parser, cmd_check, replay_verdict
+from acksim.cli.compare import add_compare_parser, cmd_compare
+from acksim.cli.sweep import add_sweep_parser, cmd_sweep
+from acksim.world.interleave import ProcessorHung
+from acksim.world.processor_ref import load_processor
+from acksim.scenario import ScenarioError, load, with_overrides
+
+DEFAULT_SCENARIO = "game-renewal.toml"  # bundled with acksim (acksim.scenarios), found from any folder
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2
+        self.exit(2, f"acksim: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="acksim", description="Simulate and verify a queue-driven cleanup pipeline.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = sub.add_parser("run", help="simulate a scenario and write its report")
+    run.add_argument("scenario", nargs="?", default=None,
+                     help="scenario TOML file (default: the bundled game-renewal scenario)")
+    run.add_argument("--seed", type=int, help="override the scenario's seed (0 .. 2**63-1)")
+    run.add_argument("--out", help="report folder (default: reports/<scenario name>)")
+    run.add_argument("--processor", metavar="REF",
+                     help="code under test, package.module:function or path/to/file.py:function "
+                          "(default: the scenario's processor, the reference acksim.model.processor:process)")
+    add_check_parser(sub)
+    add_sweep_parser(sub)
+    add_compare_parser(sub)
+    presets = sub.add_parser("presets", help="list the queue and scheduler presets, or show one")
+    presets.add_argument("name", nargs="?", help="a preset to show with every default and its source")
+    return p
+
+
+def cmd_presets(args) -> int:
+    """Print the presets, or one preset's defaults with their sources; returns the exit code."""
+    from acksim.scenario.presets import PRESETS, listing
+
+    if args.name is None:
+        print(listing())
+    elif args.name in PRESETS:
+        print(PRESETS[args.name].doc)
+    else:
+        raise UsageError(f"presets: unknown preset {args.name!r}; allowed: {', '.join(PRESETS)}")
+    return 0
+
+
+def _progress_bar(total: float):
+    """A tqdm bar over virtual seconds on a terminal (none otherwise). ``total`` is the last
+    planned event; the drain after it (roll-overs, redeliveries) grows the total as it goes."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=round(total), unit="vs", desc="simulating", file=sys.stderr, leave=False)
+
+    def update(now: float) -> None:
+        if now > bar.total:
+            bar.total = round(now * 1.05)
+            bar.set_description("draining")
+        bar.n = round(now)
+        bar.refresh()
+
+    return update, bar.close
+
+
+def cmd_run(args) -> int:
+    """Run one scenario; returns the exit code."""
+    from acksim.report import write_report
+    from acksim.judges.summary import build_summary, passed
+    from acksim.world.core import World
+
+    if args.scenario is None:
+        from acksim.scenarios import bundled
+
+        args.scenario = str(bundled(DEFAULT_SCENARIO))
+    scenario = with_overrides(load(args.scenario), seed=args.seed)
+    if scenario.fanout.updates:
+        return _run_fanout(scenario, args)
+    processor = load_processor(args.processor or scenario.processor, "--processor" if args.processor else "processor")
+    out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
+    check_out_dir(out)
+    world = World(scenario, processor)
+    update, close = _progress_bar(world._planned_end())
+    world.progress = update
+    previous = signal.signal(signal.SIGTERM, _terminate)  # unwind, so the temporary stores go
+    try:
+        outcome = world.run()
+    except ProcessorHung:
+        outcome = world.outcome()  # the processor_error record says why; report what happened
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        close()
+        world.close()
+    summary = build_summary(scenario, outcome)
+    write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})",
+                 full_timeline=bool(scenario.plan.accounts))
+    ok = passed(summary)
+    for when, worker, mid, text in world.processor_errors[:1]:
+        print(f"acksim: the processor raised an error of its own ({len(world.processor_errors)} in all); "
+              f"the first, at {when:.4f} s in {worker} on message {mid}:\n{text.rstrip()}", file=sys.stderr)
+    if scenario.expect is not None:
+        print(replay_verdict(scenario, outcome.history, summary))
+    if outcome.final.stopped_early:
+        print(f"acksim: warning: stopped at run.max_records = {scenario.run.max_records} records, "
+              f"at virtual time {outcome.final.end_s:.0f} s, before the pipeline drained", file=sys.stderr)
+    broken = [n for n, v in summary["invariants"].items() if not v["holds"]]
+    missed = [n for n, v in summary["slo"].items() if v["met"] is False]
+    print(f"{'PASS' if ok else 'FAIL'}: {scenario.name} seed {scenario.seed}: "
+          f"{summary['counts']['jobs']} jobs, {summary['counts']['crashes']} crashes, "
+          f"invariants violated: {', '.join(broken) or 'none'}; SLOs missed: {', '.join(missed) or 'none'}; "
+          f"report: {out}")
+    return 0 if ok else 1
+
+
+def _run_fanout(scenario, args) -> int:
+    """``acksim run`` of a scenario with a ``[fanout]`` table: the shipment fan-out design."""
+    from acksim.world.fanout import FANOUT_PARAMS, FanoutWorld, build_fanout_summary
+    from acksim.report import write_report
+    from acksim.judges.summary import passed
+
+    ref, field = (args.processor, "--processor") if args.processor else (scenario.fanout.processor, "fanout.processor")
+    processor = load_processor(ref, field, FANOUT_PARAMS)
+    out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
+    check_out_dir(out)
+    world = FanoutWorld(scenario, processor)
+    try:
+        outcome = world.run()
+    finally:
+        world.close()
+    summary = build_fanout_summary(scenario, outcome)
+    write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})")
+    ok = passed(summary)
+    broken = [n for n, v in summary["invariants"].items() if not v["holds"]]
+    missed = [n for n, v in summary["slo"].items() if v["met"] is False]
+    c = summary["counts"]
+    print(f"{'PASS' if ok else 'FAIL'}: {scenario.name} seed {scenario.seed}: {c['updates']} updates x "
+          f"{scenario.fanout.subscribers} subscribers, {c['updates_completed']} complete, {c['crashes']} crashes, "
+          f"invariants violated: {', '.join(broken) or 'none'}; SLOs missed: {', '.join(missed) or 'none'}; "
+          f"report: {out}")
+    return 0 if ok else 1
+
+
+def _terminate(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``acksim`` console script; returns the exit code."""
+    parser = _parser()
+    if not (sys.argv[1:] if argv is None else argv):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2), as a return value
+        return exc.code if isinstance(exc.code, int) else 2
+    try:
+        if args.command == "run":
+            return cmd_run(args)
+        if args.command == "check":
+            return cmd_check(args)
+        if args.command == "sweep":
+            return cmd_sweep(args)
+        if args.command == "compare":
+            return cmd_compare(args)
+        if args.command == "presets":
+            return cmd_presets(args)
+    except (ScenarioError, UsageError) as exc:
+        print(f"acksim: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception:  # noqa: BLE001 - a bug of ours must not read as a verdict (exit 1)
+        traceback.print_exc()
+        print("acksim: internal error: the traceback above is a bug in acksim, not a verdict on the design",
+              file=sys.stderr)
+        return 3
+    except KeyboardInterrupt:
+        print("acksim: interrupted; no report written (an earlier report there is intact)", file=sys.stderr)
+        return 130
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

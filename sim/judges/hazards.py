@@ -1,0 +1,97 @@
+"""Hazard windows: the dangerous moments a check must actually exercise.
+
+A green check means little if no example ever crashed a worker between its commit and its
+ack. Each hazard is a pure function of one run's history saying whether that window was hit;
+``acksim check`` counts the examples that hit each one and warns about any never hit.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from acksim.history import Record
+from acksim.judges.invariants import AccountReplay
+from acksim.judges.series import attempt_spans
+from acksim.judges.summary import lifecycle_during_attempts
+
+
+def crash_after_commit_before_ack(history: Sequence[Record]) -> bool:
+    """A worker crashed after committing its unit of work for a delivery and before the ack of
+    that delivery landed."""
+    committed: dict[str, int | None] = {}  # worker -> message of its last commit
+    for r in history:
+        if r.kind == "tx_committed":
+            committed[r.actor] = r.message_id
+        elif r.kind in ("delivered", "acked", "ack_stale", "nacked"):
+            committed.pop(r.actor, None)
+        elif (r.kind == "crashed" and r.detail in ("after_commit", "during_ack")
+              and committed.get(r.actor) == r.message_id is not None):
+            return True
+    return False
+
+
+def crash_between_store_calls(history: Sequence[Record]) -> bool:
+    """A worker crashed before or after one of its store calls, inside its unit of work."""
+    return any(r.kind == "crashed" and r.detail in ("before_call", "after_call") for r in history)
+
+
+def concurrent_deliveries(history: Sequence[Record]) -> bool:
+    """Two workers held the same message at the same time (a spurious duplicate, or a
+    redelivery after the visibility timeout while the first worker was still at it)."""
+    spans = attempt_spans(history)
+    for _mid, group in spans.groupby("message_id"):
+        if len(group) > 1:
+            ordered = group.sort_values("start")
+            if (ordered["start"].to_numpy()[1:] < ordered["end"].cummax().to_numpy()[:-1]).any():
+                return True
+    return False
+
+
+def lifecycle_during_attempt(history: Sequence[Record]) -> bool:
+    """A renewal, extension, roll-over, re-subscription or deletion committed while a worker
+    was processing that account."""
+    return lifecycle_during_attempts(history) > 0
+
+
+def delivery_after_version_moved(history: Sequence[Record]) -> bool:
+    """A job was delivered after its account's cleanup version had moved on."""
+    replay = AccountReplay()
+    for r in history:
+        replay.apply(r)
+        if r.kind == "delivered" and (why := replay.stale(r.account_id, r.cleanup_version)) and why.startswith("version"):
+            return True
+    return False
+
+
+def redelivery_after_dead_letter_or_retention(history: Sequence[Record]) -> bool:
+    """A job was delivered again after one of its messages was dead-lettered (and redriven,
+    or the job republished) or dropped by retention."""
+    gone: set[tuple[str, int]] = set()
+    for r in history:
+        key = (r.account_id, r.cleanup_version)
+        if r.kind in ("dead_lettered", "retention_expired"):
+            gone.add(key)
+        elif r.kind == "delivered" and key in gone:
+            return True
+    return False
+
+
+def scheduler_pause(history: Sequence[Record]) -> bool:
+    """A scheduler run was skipped for a paused window."""
+    return any(r.kind == "cron_run_skipped" and r.detail == "paused" for r in history)
+
+
+HAZARDS: tuple[tuple[str, Callable[[Sequence[Record]], bool]], ...] = (
+    ("crash_after_commit_before_ack", crash_after_commit_before_ack),
+    ("crash_between_store_calls", crash_between_store_calls),
+    ("concurrent_deliveries", concurrent_deliveries),
+    ("lifecycle_during_attempt", lifecycle_during_attempt),
+    ("delivery_after_version_moved", delivery_after_version_moved),
+    ("redelivery_after_dead_letter_or_retention", redelivery_after_dead_letter_or_retention),
+    ("scheduler_pause", scheduler_pause),
+)
+
+
+def hazards_hit(history: Sequence[Record]) -> dict[str, bool]:
+    """Which hazard windows one history hit, by name (``HAZARDS`` order)."""
+    return {name: fn(history) for name, fn in HAZARDS}

@@ -1,0 +1,45 @@
+"""``acksim.check``: the search of ``acksim check`` as one function call, for scripts,
+notebooks and the pytest fixture."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+
+def check(processor: Callable | str, *, scenario: str | Path | None = None, max_examples: int = 40,
+          seed: int = 0, database: Path | None = None, **design):
+    """Search fault schedules around a base scenario for findings of ``processor``.
+
+    ``processor``: a callable taking ``(job, accounts, cleanup_store, outbox)`` or a reference
+    (``package.module:function`` or ``path/to/file.py:function``); ``scenario``: a base
+    scenario file (default: acksim's small base); ``max_examples``: examples per search round;
+    ``seed``: Hypothesis's generation seed; ``database``: an example-database folder (None:
+    none); ``design``: any of ``ack_policy``, ``transaction_scope``, ``isolation``, ``backend``,
+    ``unique_markers``, ``unique_outbox_keys``. Returns ``(report, ref, base)``: the
+    ``CheckReport`` (``findings``, ``coverage``, ``examples``), the processor's reference as a
+    replay file names it, and the base scenario. Raises ``ScenarioError`` for bad input (an
+    unknown design option, a processor of the wrong shape or one no replay file could name).
+    """
+    from acksim.cli.check import DESIGN_FLAGS, absolute_ref, describe
+    from acksim.scenario import ScenarioError, load
+    from acksim.search.check import base_scenario, run_check
+    from acksim.world.processor_ref import check_processor, load_processor, reference_of
+
+    design_keys = {key: section for _flag, section, key, _choices in DESIGN_FLAGS}  # key -> scenario table
+    unknown = set(design) - set(design_keys)
+    if unknown:
+        raise ScenarioError(f"acksim check: unknown design option(s) {sorted(unknown)}; "
+                            f"allowed: {', '.join(design_keys)}")
+    sections: dict = {}
+    for key, value in design.items():
+        sections.setdefault(design_keys[key], {})[key] = value
+    if isinstance(processor, str):
+        ref, fn = absolute_ref(processor), load_processor(processor)
+    else:
+        check_processor(processor, repr(processor))
+        ref, fn = reference_of(processor), processor
+    base = base_scenario(load(scenario) if scenario else None, sections)
+    report = run_check(fn, base, max_examples=max_examples, seed=seed, database=database,
+                       key=f"{ref}|{describe(base)}")
+    return report, ref, base

@@ -1,0 +1,264 @@
+"""``acksim check``: search fault schedules for an invariant violation of a candidate design.
+
+Like a fuzzer with a theory of the domain: Hypothesis draws small worlds (``acksim.search.strategies``),
+each runs the processor under check to the end, and the five invariants judge the history. An
+exception of the processor's own, a processor that swallows its crash, and one that hangs are
+findings too. Hypothesis shrinks a failing world to a minimal one, which is printed as a
+timeline and written as a replay file that ``acksim run`` reproduces record for record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import tomli_w
+from hypothesis import HealthCheck, Phase, given, seed as hypothesis_seed, settings
+from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
+
+from acksim.world.faults import PHASES
+from acksim.judges.hazards import HAZARDS, hazards_hit
+from acksim.history import Record, to_csv
+from acksim.world.interleave import ProcessorHung
+from acksim.judges.invariants import INVARIANTS, check_all
+from acksim.scenario import Scenario, parse
+from acksim.search.strategies import check_scenarios
+from acksim.world.core import World
+
+# the world every example starts from unless the user names a scenario: small and fast
+CHECK_BASE: dict = {
+    "name": "check",
+    # short terms keep a counterexample's run compact: the next term's deadline comes minutes later
+    "workload": {"term_s": 120.0, "rollover_delay_s": 5.0, "resubscribe_after_s": [30.0, 120.0]},
+    "queue": {"visibility_timeout_s": 5.0, "max_receive_count": 5, "nack_backoff_base_s": 0.5,
+              "nack_backoff_max_s": 5.0},
+    "workers": {"count": 3, "restart_delay_s": 1.0, "conflict_backoff_s": 0.001},
+    "stores": {"backend": "memory", "latency_mean_s": 0.001},
+    "scheduler": {"publish_latency_s": 0.0, "cron_interval_s": 60.0, "cron_jitter_s": 1.0},
+    "mail": {"poll_interval_s": 1.0, "latency_s": 0.01},
+    # every planned event is over within minutes; a design that never drains is cut short
+    "run": {"idle_check_s": 1.0, "max_time_s": 3_600.0, "max_records": 50_000, "step_budget_s": 5.0,
+            "stop_on_processor_error": True},
+}
+PROCESSOR_FINDINGS = ("processor_error", "processor_hung")  # the processor's own misbehaviour
+FINDINGS = tuple(name for name, _ in INVARIANTS) + PROCESSOR_FINDINGS
+
+
+def base_scenario(scenario: Scenario | None = None, design: dict | None = None) -> Scenario:
+    """The base of a check: ``scenario`` (or ``CHECK_BASE``) with the ``design`` options
+    (section -> {key: value}) applied. Raises ``ScenarioError`` for invalid options."""
+    data = scenario.model_dump(exclude_none=True) if scenario is not None else {
+        k: dict(v) if isinstance(v, dict) else v for k, v in CHECK_BASE.items()}
+    for section, values in (design or {}).items():
+        data.setdefault(section, {}).update(values)
+    data.pop("expect", None)
+    return parse(data, "design")
+
+
+@dataclass
+class ExampleResult:
+    """One example's outcome: ``failures`` (names from ``FINDINGS``, first broken first),
+    the invariant verdicts, the hazard windows hit, the history and processor error texts."""
+
+    failures: tuple[str, ...]
+    verdicts: dict
+    hazards: dict[str, bool]
+    history: tuple[Record, ...]
+    errors: list[str]
+
+
+def run_example(scenario: Scenario, processor: Callable) -> ExampleResult:
+    """Run one world to the end and judge it. Raises nothing the processor raises of its own
+    (``KeyboardInterrupt`` apart: a Ctrl-C still stops a check); see ``acksim.world.interleave`` for
+    what a processor can still do to the process itself (``os._exit``, a blocking C call)."""
+    with tempfile.TemporaryDirectory(prefix="acksim-check-") as tmp:
+        db_path = Path(tmp) / "stores.db" if scenario.stores.backend == "sqlite" else None
+        world = World(scenario, processor, db_path=db_path)
+        hung = None
+        try:
+            outcome = world.run()
+            history, final = outcome.history, outcome.final
+        except ProcessorHung as exc:
+            hung = str(exc)
+            history, final = tuple(world.history.records), world.final_state()
+        finally:
+            world.close()
+    verdicts = check_all(history, final)
+    errors = [text for *_rest, text in world.processor_errors]
+    # a run cut short at the processor's own error (or hang) is judged on that alone
+    if hung:
+        failures = ["processor_hung"]
+    elif errors:
+        failures = ["processor_error"]
+    else:
+        failures = [name for name, v in verdicts.items() if not v["holds"]]
+    return ExampleResult(tuple(failures), verdicts, hazards_hit(history), history, errors)
+
+
+class Finding(Exception):
+    """Raised inside the Hypothesis test for a failing example; one subclass per finding
+    name, so Hypothesis shrinks each kind of failure separately."""
+
+
+_FINDING_TYPES = {name: type(f"Found_{name}", (Finding,), {}) for name in FINDINGS}
+
+
+@dataclass
+class CheckReport:
+    """What a check did: ``examples`` run, wall ``seconds``, how many examples hit each
+    hazard window, crashes per phase, and the shrunk ``findings`` by name (scenario, result)."""
+
+    examples: int = 0
+    seconds: float = 0.0
+    coverage: Counter = field(default_factory=Counter)
+    phases: Counter = field(default_factory=Counter)
+    findings: dict[str, tuple[Scenario, ExampleResult]] = field(default_factory=dict)
+
+    @property
+    def uncovered(self) -> list[str]:
+        """Hazard windows no example hit."""
+        return [name for name, _ in HAZARDS if not self.coverage[name]]
+
+
+def run_check(processor: Callable, base: Scenario, *, max_examples: int = 500, seed: int = 0,
+              database: Path | None = None, key: str = "",
+              progress: Callable[[int], None] | None = None,
+              stop_at: frozenset[str] | None = None) -> CheckReport:
+    """Search up to ``max_examples`` examples around ``base`` for every kind of finding.
+
+    A search round tries up to ``max_examples`` generated examples, stops at its first
+    failure and shrinks it; the next round searches again, counting the kinds already found
+    as passes, until a round finds nothing new (or a processor hung: each of its examples
+    costs the whole wall-clock budget).
+    ``seed`` fixes Hypothesis's generation (the same seed, processor and base give the same
+    search); ``database`` is the example database folder and ``key`` names the processor and
+    design in it, so a counterexample found before is tried first (None: no database). Returns the report; findings are not
+    raised. With ``stop_at`` the search ends as soon as one of those kinds is found. Raises
+    whatever the harness itself raises (never the processor's errors).
+    """
+    report = CheckReport()
+    started = time.monotonic()
+    round_no = 0
+    while True:
+        before = set(report.findings)
+        _search(report, processor, base, max_examples, seed + round_no, database, key, round_no, progress)
+        round_no += 1
+        found = set(report.findings)
+        if found == before or (stop_at is not None and stop_at & found) or "processor_hung" in found:
+            break  # nothing new, what was asked for, or a processor too costly to run on
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _search(report: CheckReport, processor, base, budget, seed, database, key, round_no, progress) -> None:
+    ignore = frozenset(report.findings)
+
+    def body(scenario: Scenario) -> None:
+        result = run_example(scenario, processor)
+        report.examples += 1
+        report.coverage.update(name for name, hit in result.hazards.items() if hit)
+        report.phases.update(r.detail for r in result.history if r.kind == "crashed" and r.detail in PHASES)
+        if progress:
+            progress(report.examples)
+        new = [name for name in result.failures if name not in ignore]
+        if new:
+            report.findings[new[0]] = (scenario, result)  # the last failing run of a kind is the shrunk one
+            raise _FINDING_TYPES[new[0]](", ".join(result.failures))
+
+    db = DirectoryBasedExampleDatabase(str(database)) if database else None
+    if db is not None and round_no:
+        db = ReadOnlyDatabase(db)  # later rounds count found kinds as passes: they must not delete them
+    # one database key per processor and design, so counterexamples are replayed for their own design
+    body._hypothesis_internal_add_digest = key.encode()
+    # every phase but "explain": its extra runs would double the cost of each finding
+    test = settings(max_examples=budget, deadline=None, database=db, suppress_health_check=list(HealthCheck),
+                    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink))(
+        hypothesis_seed(seed)(given(check_scenarios(base))(body)))
+    try:
+        test()
+    except (Finding, BaseExceptionGroup) as exc:
+        _only_findings(exc)
+
+
+def _only_findings(exc: BaseException) -> None:
+    """Re-raise anything that is not a finding (a bug of the harness must not hide)."""
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            _only_findings(inner)
+    elif not isinstance(exc, Finding):
+        raise exc
+
+
+# --- presenting a finding ----------------------------------------------------------------------
+_TIMELINE_KINDS = {
+    "published", "delivered", "crashed", "restarted", "tx_committed", "tx_rolled_back", "cleanup_applied",
+    "outbox_added", "acked", "ack_stale", "nacked", "visibility_expired", "dead_lettered", "redriven",
+    "retention_expired", "renewed", "extended", "term_rolled_over", "resubscribed", "account_deleted",
+    "account_updated", "processor_error", "reminder_sent", "deployment_started", "cron_run_skipped",
+    "publish_refused",
+}
+
+
+def timeline(history: Sequence[Record], limit: int = 80) -> list[str]:
+    """The counterexample as lines: who received what, crashes, commits, renewals, acks."""
+    lines = []
+    for r in history:
+        if r.kind not in _TIMELINE_KINDS:
+            continue
+        what = " ".join(p for p in (
+            f"msg {r.message_id}" if r.message_id is not None else "",
+            f"{r.account_id} v{r.cleanup_version}" if r.account_id and r.cleanup_version is not None
+            else (r.account_id or ""),
+            f"receive {r.receive_count}" if r.receive_count else "",
+            r.detail) if p)
+        lines.append(f"{r.time:12.4f}s  {r.actor:<14} {r.kind:<18} {what}")
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... {len(lines) - limit} more lines in the replay's events.csv"]
+    return lines
+
+
+def schedule(scenario: Scenario) -> list[str]:
+    """The example's workload and faults as constructor-like lines, for reading and pasting."""
+    out = [repr(a) for a in scenario.plan.accounts] + [repr(s) for s in scenario.plan.steps]
+    f = scenario.faults
+    out += [repr(x) for x in (*f.crashes, *f.duplicates, *f.latency_spikes, *f.deployments)]
+    out += [repr(o) for o in scenario.mail.outages]
+    out += [f"SchedulerPause(start_s={a}, end_s={b})" for a, b in scenario.scheduler.paused]
+    q = scenario.queue
+    out.append(f"Queue(visibility_timeout_s={q.visibility_timeout_s}, max_receive_count={q.max_receive_count}, "
+               f"redrive_at_s={list(q.redrive_at_s)}) Workers(count={scenario.workers.count}) "
+               f"Scheduler(mode={scenario.scheduler.mode!r}) seed={scenario.seed}")
+    return out
+
+
+def replay_text(scenario: Scenario, result: ExampleResult, processor_ref: str) -> str:
+    """A scenario file that ``acksim run`` reproduces exactly, with what it should show."""
+    data = scenario.model_dump(exclude_none=True)
+    data["processor"] = processor_ref
+    data["expect"] = {
+        "violated": [n for n, v in result.verdicts.items() if not v["holds"]],  # as `run` will judge it
+        "processor_error": "processor_error" in result.failures or "processor_hung" in result.failures,
+        "history_sha256": history_digest(result.history),
+    }
+    header = ("# A counterexample found by `acksim check`. Reproduce it with `acksim run THIS_FILE`.\n"
+              f"# Findings: {', '.join(result.failures)}\n")
+    return header + tomli_w.dumps(_plain(data))
+
+
+def history_digest(history: Sequence[Record]) -> str:
+    """SHA-256 of the history's events file: equal digests mean the same run, record for record."""
+    return hashlib.sha256(to_csv(history).encode()).hexdigest()
+
+
+def _plain(value):
+    """Tuples to lists and dropped empty containers, for the TOML writer."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if v is not None and v != () and v != []}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,227 @@
+"""The world: one SimPy environment with every actor wired to one history and one database.
+
+``World(scenario, processor).run()`` builds the stores, plans the workload, starts the actors
+(scheduler, queue, workers, renewals, outbox relay, fault injector, operator) and runs virtual
+time until the planned events are over and the pipeline is idle, or ``run.max_time_s``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Callable
+
+import simpy
+
+from acksim.model.job import Account
+from acksim.model.store_api import DbOptions, OutboxEvent
+from acksim.model.stores import open_database
+from acksim.world.faults import FaultPlan, fault_injector, killer
+from acksim.history import History, Record
+from acksim.world.outbox_relay import OutboxRelay
+from acksim.world.queue import Queue
+from acksim.world.processor_ref import load_processor
+from acksim.world.renewals import LifecycleOp, Renewals, plan_workload, planned_workload
+from acksim.scenario import Scenario
+from acksim.world.scheduler import Scheduler
+from acksim.world.worker import worker
+
+
+def stream(seed: int, name: str) -> random.Random:
+    """An independent, reproducible random stream for the actor ``name``."""
+    digest = hashlib.sha256(f"{seed}:{name}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+class RunStopped(Exception):
+    """Ends a run early from inside an actor (see ``World.processor_failed``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FinalState:
+    """What the stores hold when the world stops (ground truth for the invariants):
+    accounts by id order, cleanup markers (duplicates kept), outbox events by insertion; the
+    queue's dead-letter and in-flight message ids; the end time (virtual s); whether the run
+    was cut at ``run.max_records``."""
+
+    accounts: tuple[Account, ...]
+    markers: tuple[tuple[str, int], ...]
+    outbox: tuple[OutboxEvent, ...]
+    dead_letter_queue: tuple[int, ...]
+    in_flight: tuple[int, ...]
+    end_s: float
+    stopped_early: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A finished run: the history and the final state."""
+
+    history: tuple[Record, ...]
+    final: FinalState
+
+
+class World:
+    """Everything one run needs. ``processor`` is the code under test (by default the one
+    the scenario names, the reference ``acksim.model.process`` unless it says otherwise); ``db_path`` is the SQLite file (a temporary one by
+    default); ``progress`` is called with the virtual time now and then; ``workload`` is an
+    explicit plan (initial deadline by account id, sorted lifecycle steps) instead of the one
+    drawn from the scenario's ``[workload]`` table. ``run.step_budget_s`` and
+    ``run.stop_on_processor_error`` of the scenario govern a misbehaving processor. Raises
+    ValueError (from the stores) for an impossible store configuration and ``ScenarioError``
+    for a processor reference that cannot be loaded."""
+
+    def __init__(self, scenario: Scenario, processor: Callable | None = None,
+                 db_path: str | Path | None = None, progress: Callable[[float], None] | None = None,
+                 workload: tuple[dict[str, float], list[LifecycleOp]] | None = None) -> None:
+        self.scenario = scenario
+        self.processor = processor if processor is not None else load_processor(scenario.processor)
+        self.progress = progress
+        self.env = simpy.Environment()
+        self.history = History(lambda: self.env.now)
+        self._tmp = None
+        st = scenario.stores
+        options = DbOptions(st.isolation, st.unique_markers, st.unique_outbox_keys)
+        if st.backend == "sqlite" and db_path is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="acksim-")
+            db_path = Path(self._tmp.name) / "stores.db"
+        self.db = open_database(st.backend, str(db_path) if db_path else None, options)
+        seed = scenario.seed
+        self.queue = Queue(self.env, self.history, scenario.queue, stream(seed, "queue"),
+                           frozenset(d.delivery for d in scenario.faults.duplicates))
+        self.fault_plan = FaultPlan(scenario.faults)
+        self.scheduler = Scheduler(self, stream(seed, "scheduler"))
+        if workload is None and scenario.plan.accounts:
+            workload = planned_workload(scenario.plan)
+        if workload is None:
+            workload = plan_workload(scenario.workload, stream(seed, "workload"))
+        self.initial_deadlines, ops = workload
+        self.renewals = Renewals(self, ops)
+        self.relay = OutboxRelay(self, stream(seed, "outbox-relay"))
+        self.workers: list[simpy.Process] = []
+        self.step_budget_s = scenario.run.step_budget_s
+        self.stop_on_processor_error = scenario.run.stop_on_processor_error
+        self._stopped = False
+        self.processor_errors: list[tuple[float, str, int, str]] = []  # (time, worker, message id, traceback)
+        self.busy: set[str] = set()  # workers holding a delivery (only its size is read)
+        self.poison_accounts = frozenset(scenario.faults.poison_accounts)  # membership only
+
+    # --- time ------------------------------------------------------------------------------
+    def to_datetime(self, t: float) -> datetime:
+        """Virtual seconds → aware UTC datetime (microsecond precision)."""
+        return self.scenario.epoch + timedelta(seconds=t)
+
+    def to_virtual(self, dt: datetime) -> float:
+        """Aware datetime → virtual seconds."""
+        return (dt - self.scenario.epoch).total_seconds()
+
+    def deadline_of(self, account_id: str, cleanup_version: int) -> float | None:
+        """The deadline of (account, version) as recorded by the lifecycle, if known."""
+        for r in reversed(self.history.records):  # rare: a processor writing another job's marker
+            if (r.account_id, r.cleanup_version) == (account_id, cleanup_version) and r.deadline is not None:
+                return r.deadline
+        return None
+
+    # --- running ---------------------------------------------------------------------------
+    def run(self) -> Outcome:
+        """Run to the end; returns the history and the final store state."""
+        sc, env = self.scenario, self.env
+        self.renewals.create_accounts(self.initial_deadlines)
+        env.process(self.renewals.run())
+        if sc.scheduler.mode == "cron":
+            env.process(self.scheduler.cron())
+        env.process(self.relay.run())
+        for i in range(1, sc.workers.count + 1):
+            name = f"worker-{i}"
+            self.workers.append(env.process(worker(self, name, self.processor, stream(sc.seed, name))))
+        if sc.faults.deployments:
+            env.process(fault_injector(self, sc.faults.deployments))
+        if sc.faults.kills:
+            env.process(killer(self, sc.faults.kills))
+        for at in sorted(sc.queue.redrive_at_s):
+            env.process(self._redrive(at))
+        try:
+            env.run(until=env.process(self._until_idle()))
+        except RunStopped:
+            self._stopped = True
+        return self.outcome()
+
+    def outcome(self) -> Outcome:
+        """The history so far and the stores' state now (after ``run``, or after it raised
+        ``ProcessorHung``)."""
+        return Outcome(tuple(self.history.records), self.final_state())
+
+    def _redrive(self, at: float):
+        yield self.env.timeout(at)
+        self.queue.redrive("operator")
+
+    def _planned_end(self) -> float:
+        last_op = self.renewals.ops[-1].at_s if self.renewals.ops else 0.0
+        last_deadline = max(self.initial_deadlines.values(), default=0.0)
+        n = self.scenario.workers.count
+        faults = self.scenario.faults
+        ends = [last_op, last_deadline, *self.scenario.queue.redrive_at_s,
+                *(d.at_s + n * d.worker_down_s for d in faults.deployments),
+                *(k.at_s + k.down_s for k in faults.kills), *(hi for _lo, hi in faults.scheduler_stalls)]
+        return max(ends)
+
+    def _until_idle(self):
+        env, sc = self.env, self.scenario
+        end = min(self._planned_end(), sc.run.max_time_s)
+        step = max(end / 200.0, sc.run.idle_check_s)
+        while env.now < end:  # move in steps so a progress bar can follow
+            yield env.timeout(min(step, end - env.now))
+            if self.progress:
+                self.progress(env.now)
+            if self.over_record_limit:
+                return
+        while env.now < sc.run.max_time_s and not self.over_record_limit:
+            if (self.renewals.pending == 0 and not self.busy and self.queue.idle
+                    and self.scheduler.idle and self.relay.idle):
+                return
+            yield env.timeout(min(sc.run.idle_check_s, sc.run.max_time_s - env.now))
+            if self.progress:
+                self.progress(env.now)
+
+    @property
+    def over_record_limit(self) -> bool:
+        """True once the history holds ``run.max_records`` records: the world stops early."""
+        return len(self.history.records) >= self.scenario.run.max_records
+
+    def processor_failed(self, when: float, worker: str, message_id: int, text: str) -> None:
+        """Note an error of the processor's own; with ``stop_on_processor_error`` (a check:
+        the example is a finding already) the run ends here."""
+        self.processor_errors.append((when, worker, message_id, text))
+        if self.stop_on_processor_error:
+            raise RunStopped(text)
+
+    def final_state(self) -> FinalState:
+        """Read the stores' committed state through a fresh session."""
+        s = self.db.session()
+        try:
+            return FinalState(tuple(s.accounts.all()), tuple(s.cleanup_store.markers()),
+                              tuple(s.outbox.events()), self.queue.dead_letter_queue,
+                              tuple(self.queue.in_flight()), float(self.env.now),
+                              self.over_record_limit or self._stopped)
+        finally:
+            s.close()
+
+    def close(self) -> None:
+        """Close the database and remove a temporary SQLite file."""
+        self.db.close()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+
+def simulate(scenario: Scenario, processor: Callable | None = None) -> Outcome:
+    """Run ``scenario`` to the end in a fresh ``World`` (with ``processor``, or the one the
+    scenario names) and close it; returns the history and final state. Raises as ``World``."""
+    world = World(scenario, processor)
+    try:
+        return world.run()
+    finally:
+        world.close()

@@ -1,0 +1,469 @@
+"""The at-least-once queue, modelled on Amazon SQS and the design documents' REST queue, with
+the redelivery mechanisms of the other systems of docs/queue-semantics.md.
+
+A message is like a library book: receiving it lends it out (a lease: the visibility
+timeout), acking returns it for good (deletes it), and a loan that runs out puts it back on
+the shelf for the next reader (redelivery). Each loan has its own receipt; an ack with an
+outdated receipt deletes nothing. How a loan runs out is ``queue.redelivery``: a timer per
+loan (SQS), a sweep that notices lapsed loans (BullMQ's stalled check, a Redis Streams
+claimer, RabbitMQ's once-a-minute ack-timeout check, which takes back every loan of that
+consumer), the consumer's death (RabbitMQ), or never (pop-on-fetch: receiving deletes). A
+live holder may renew its lease by heartbeats, up to a cap from the receipt (SQS: 12 h).
+
+A message already received ``max_receive_count`` times goes to the dead-letter queue when it
+would be received once more (SQS: the receive count exceeds maxReceiveCount), from where an
+operator can redrive it; ``max_attempts`` failures and ``max_stalled_count`` stalls end it the
+same way (or drop it: ``on_exhaustion``). Retention deletes a message, wherever it is,
+``retention_s`` after it was sent; a length cap trims the oldest entries, pending or not.
+
+Every change is recorded in the history; nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import deque
+from dataclasses import dataclass
+
+import simpy
+
+from acksim.model.job import CleanupJob
+from acksim.history import History
+from acksim.scenario import Queue as QueueConfig
+
+
+class MessageTooLarge(ValueError):
+    """A publish whose body exceeds ``queue.max_message_bytes`` (256 KB in the design documents)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One receipt of one message. ``number``: 1-based count of deliveries over the whole run;
+    ``receipt``: this loan's receipt; ``duplicate``: a spurious extra copy (no visibility timer,
+    its ack deletes the message if it still exists)."""
+
+    message_id: int
+    job: CleanupJob
+    deadline_s: float
+    receive_count: int
+    receipt: int
+    number: int
+    duplicate: bool = False
+
+
+class _Message:
+    __slots__ = ("id", "job", "deadline_s", "state", "receive_count", "receipt", "sent_at", "holder",
+                 "received_at", "lease_until", "orphaned", "stalls", "failures")
+
+    def __init__(self, mid: int, job: CleanupJob, deadline_s: float, sent_at: float) -> None:
+        self.id = mid
+        self.job = job
+        self.deadline_s = deadline_s
+        self.state = "delayed"  # delayed | visible | in_flight | dlq | deleted
+        self.receive_count = 0
+        self.receipt = 0
+        self.sent_at = sent_at
+        self.holder = ""  # the consumer of the current loan
+        self.received_at = 0.0
+        self.lease_until = 0.0
+        self.orphaned = False  # its holder died: no more heartbeats
+        self.stalls = 0
+        self.failures = 0
+
+
+def body_bytes(job: CleanupJob, payload_bytes: int = 0) -> int:
+    """Size in bytes of the JSON body the scheduler sends for ``job`` plus ``payload_bytes``
+    of extra payload (a design that ships a player export in the message)."""
+    body = json.dumps({"account_id": job.account_id, "cleanup_version": job.cleanup_version,
+                       "deadline": job.deadline.isoformat()}, separators=(",", ":"))
+    return len(body.encode()) + payload_bytes
+
+
+class Queue:
+    """The queue actor's state and operations; timers are SimPy timeouts with callbacks.
+
+    ``publish`` enqueues (or deduplicates, in FIFO mode); ``receive`` returns a SimPy event
+    whose value is a ``Delivery``; ``ack``, ``nack``, ``consumer_lost`` and ``redrive`` change
+    a message's state. ``rng`` decides spurious duplicates; ``forced_duplicates`` names
+    delivery numbers that get one regardless. With ``sweep_interval_s`` > 0 the queue runs its
+    own sweeper process. Times are virtual seconds.
+    """
+
+    def __init__(self, env: simpy.Environment, history: History, config: QueueConfig,
+                 rng: random.Random, forced_duplicates: frozenset[int] = frozenset()) -> None:
+        self.env = env
+        self.history = history
+        self.config = config
+        self.rng = rng
+        self.forced_duplicates = forced_duplicates  # delivery numbers that also get a spurious copy
+        self._messages: dict[int, _Message] = {}
+        self._ready: deque[tuple[int, bool]] = deque()  # (message id, duplicate copy)
+        self._getters: deque[tuple[simpy.Event, str]] = deque()
+        self._dlq: list[int] = []
+        self._dedup: dict[str, float] = {}
+        self._live = 0
+        self._deliveries = 0
+        self._held: dict[tuple[str, int], int] = {}  # (account, version) -> messages not deleted
+        self._in_flight: dict[int, _Message] = {}  # on loan, in delivery order
+        self._popped: dict[int, str] = {}  # pop-on-fetch: message id -> consumer still working on it
+        self._stream: deque[int] = deque()  # publish order, for the length cap
+        if config.sweep_interval_s > 0 and config.redelivery != "none":
+            env.process(self._sweeper())
+
+    # --- producers -------------------------------------------------------------------------
+    def publish(self, job: CleanupJob, deadline_s: float, delay_s: float, actor: str,
+                size: int) -> int | None:
+        """Send ``job`` (body ``size`` bytes), receivable after ``delay_s``. Returns the message
+        id, or None when FIFO deduplication dropped it. Raises ``MessageTooLarge`` and
+        ValueError for a delay outside ``[0, max_delay_s]``."""
+        cfg = self.config
+        if size > cfg.max_message_bytes:
+            raise MessageTooLarge(f"message body is {size} bytes; queue.max_message_bytes allows at most {cfg.max_message_bytes}")
+        if not 0.0 <= delay_s <= cfg.max_delay_s:
+            raise ValueError(f"delay {delay_s} s outside 0..{cfg.max_delay_s} (queue.max_delay_s)")
+        now = self.env.now
+        if cfg.kind == "fifo":
+            key = f"{job.account_id}:{job.cleanup_version}"
+            seen = self._dedup.get(key)
+            if seen is not None and now - seen < cfg.fifo_dedup_window_s:
+                self.history.record("deduplicated", actor, account_id=job.account_id,
+                                    cleanup_version=job.cleanup_version, deadline=deadline_s)
+                return None
+            self._dedup[key] = now
+        mid = len(self._messages) + 1
+        msg = _Message(mid, job, deadline_s, now)
+        self._messages[mid] = msg
+        self._live += 1
+        key = (job.account_id, job.cleanup_version)
+        self._held[key] = self._held.get(key, 0) + 1
+        self.history.record("published", actor, message_id=mid, account_id=job.account_id,
+                            cleanup_version=job.cleanup_version, deadline=deadline_s,
+                            visible_at=now + delay_s)
+        self._at(cfg.retention_s, self._expire, msg)
+        if cfg.max_length:
+            self._trim(mid)
+        if delay_s > 0:
+            self._at(delay_s, self._undelay, msg)
+        else:
+            self._make_visible(msg)
+        return mid
+
+    # --- consumers -------------------------------------------------------------------------
+    def receive(self, consumer: str) -> simpy.Event:
+        """A SimPy event that succeeds with the next ``Delivery`` for ``consumer``."""
+        event = self.env.event()
+        self._getters.append((event, consumer))
+        self._dispatch()
+        return event
+
+    def cancel(self, event: simpy.Event) -> None:
+        """Withdraw a pending ``receive`` (the consumer crashed while waiting)."""
+        for i, (ev, _c) in enumerate(self._getters):
+            if ev is event:
+                del self._getters[i]
+                return
+
+    def ack(self, delivery: Delivery, consumer: str) -> bool:
+        """Delete the message if ``delivery``'s receipt is still current (or it is a spurious
+        copy and the message still exists). Returns whether it deleted; records "acked" or
+        "ack_stale". On a pop-on-fetch queue the message went at receipt: the ack only ends
+        the consumer's work on it, returns True and records nothing."""
+        msg = self._messages[delivery.message_id]
+        if self.config.redelivery == "none" and not delivery.duplicate:
+            self._popped.pop(msg.id, None)
+            return True
+        current = msg.state == "in_flight" and msg.receipt == delivery.receipt
+        if current or (delivery.duplicate and msg.state in ("visible", "in_flight", "delayed")):
+            self._delete(msg)
+            self._log("acked", consumer, msg, delivery.receive_count, "duplicate" if delivery.duplicate else "")
+            return True
+        reason = "deleted" if msg.state in ("deleted", "dlq") else "receipt_expired"
+        self._log("ack_stale", consumer, msg, delivery.receive_count, reason)
+        return False
+
+    def nack(self, delivery: Delivery, consumer: str, delay_s: float) -> bool:
+        """Give the message back: receivable again after ``delay_s`` (0 = at once). A nack
+        with an outdated receipt or of a duplicate copy changes nothing. Returns whether it
+        took effect."""
+        msg = self._messages[delivery.message_id]
+        self._popped.pop(msg.id, None)  # pop-on-fetch: gone, nothing to give back
+        if delivery.duplicate or not (msg.state == "in_flight" and msg.receipt == delivery.receipt):
+            return False
+        self._requeue(msg, consumer, delay_s, "")
+        return True
+
+    def _requeue(self, msg: _Message, actor: str, delay_s: float, detail: str) -> None:
+        """End the loan with a failure: count it, then requeue after ``delay_s`` or, past
+        ``max_attempts`` failures, dead-letter (or drop) the message."""
+        cfg = self.config
+        msg.state = "delayed"
+        msg.receipt += 1  # the loan is over; the in-flight timer must not fire
+        self._in_flight.pop(msg.id, None)
+        if detail != "worker_lost":  # broker requeues of a lost worker carry no counter [C-DISC]
+            msg.failures += 1
+        self.history.record("nacked", actor, message_id=msg.id, account_id=msg.job.account_id,
+                            cleanup_version=msg.job.cleanup_version, receive_count=msg.receive_count,
+                            deadline=msg.deadline_s, visible_at=self.env.now + delay_s, detail=detail)
+        if cfg.max_attempts and msg.failures >= cfg.max_attempts:
+            self._exhaust(msg, "max_attempts")
+        elif delay_s > 0:
+            self._at(delay_s, self._undelay, msg)
+        else:
+            self._make_visible(msg, head=cfg.requeue_at_head)
+
+    def consumer_lost(self, consumer: str, executing: int | None = None, only: bool = False) -> None:
+        """``consumer`` crashed while executing message ``executing`` (None: none), or with
+        ``only`` just the child running that message's job did. Its loans get no more
+        heartbeats. The executing one is acked ("ack", Celery's acks_late default), requeued
+        at once ("requeue", task_reject_on_worker_lost) or left to its lease ("lease") by
+        ``on_worker_lost``; the others (held, prefetched) are left to their lease, which for
+        "consumer_death" redelivery ends ``disconnect_detect_s`` later."""
+        cfg = self.config
+        for mid in [m for m, c in self._popped.items() if c == consumer and (not only or m == executing)]:
+            del self._popped[mid]
+        held = [m for m in self._in_flight.values()
+                if m.holder == consumer and (not only or m.id == executing)]
+        for msg in held:
+            msg.orphaned = True
+            policy = cfg.on_worker_lost if msg.id == executing else "lease"
+            if policy == "ack":
+                self._delete(msg)
+                self._log("acked", consumer, msg, msg.receive_count, "worker_lost")
+            elif policy == "requeue":
+                self._requeue(msg, consumer, 0.0, "worker_lost")
+            elif cfg.redelivery == "consumer_death":
+                self._at(cfg.disconnect_detect_s, self._disconnected, msg, msg.receipt)
+
+    def dead_letter(self, delivery: Delivery, consumer: str, reason: str) -> bool:
+        """The consumer ends the message of its current loan now (an error no retry can fix):
+        to the dead-letter queue, or dropped when ``on_exhaustion`` is "drop". Returns
+        whether it did (False: an outdated loan, or a popped message already gone)."""
+        msg = self._messages[delivery.message_id]
+        self._popped.pop(msg.id, None)
+        if delivery.duplicate or not (msg.state == "in_flight" and msg.receipt == delivery.receipt):
+            return False
+        self._in_flight.pop(msg.id, None)
+        msg.receipt += 1
+        self._exhaust(msg, reason)
+        return True
+
+    def lease_held(self, delivery: Delivery) -> bool:
+        """Whether ``delivery``'s loan is still the current one and its lease has not lapsed."""
+        msg = self._messages[delivery.message_id]
+        return (msg.state == "in_flight" and msg.receipt == delivery.receipt
+                and msg.lease_until > self.env.now)
+
+    def backoff(self, receive_count: int) -> float:
+        """Nack delay for a message received ``receive_count`` times: bounded exponential."""
+        cfg = self.config
+        return min(cfg.nack_backoff_base_s * 2 ** max(receive_count - 1, 0), cfg.nack_backoff_max_s)
+
+    # --- operator --------------------------------------------------------------------------
+    def redrive(self, actor: str = "operator") -> int:
+        """Move every dead-lettered message back to the queue with its receive count (and its
+        failure and stall counts) reset, as SQS's redrive does. Returns how many moved."""
+        moved = [m for m in self._dlq if self._messages[m].state == "dlq"]  # retention may have taken some
+        self._dlq = []
+        for mid in moved:
+            msg = self._messages[mid]
+            msg.receive_count = msg.failures = msg.stalls = 0
+            self._live += 1
+            self._log("redriven", actor, msg, 0)
+            self._make_visible(msg)
+        return len(moved)
+
+    # --- observation -----------------------------------------------------------------------
+    @property
+    def idle(self) -> bool:
+        """True when no message is delayed, visible or in flight, and no popped message is
+        still being worked on (the DLQ may hold some)."""
+        return self._live == 0 and not self._popped
+
+    @property
+    def dead_letter_queue(self) -> tuple[int, ...]:
+        """Ids of the messages in the dead-letter queue, oldest first."""
+        return tuple(m for m in self._dlq if self._messages[m].state == "dlq")
+
+    def holds(self, account_id: str, cleanup_version: int) -> bool:
+        """Whether a message for this job is delayed, visible, in flight or dead-lettered."""
+        return self._held.get((account_id, cleanup_version), 0) > 0
+
+    def in_flight(self) -> list[int]:
+        """Ids of the messages received and not yet acked, nacked or expired, ascending."""
+        return sorted(self._in_flight)
+
+    # --- internals -------------------------------------------------------------------------
+    def _at(self, delay: float, fn, msg: _Message, *args) -> None:
+        ev = self.env.timeout(delay)
+        ev.callbacks.append(lambda _e: fn(msg, *args))
+
+    def _log(self, kind: str, actor: str, msg: _Message, rc: int | None, detail: str = "") -> None:
+        self.history.record(kind, actor, message_id=msg.id, account_id=msg.job.account_id,
+                            cleanup_version=msg.job.cleanup_version, receive_count=rc,
+                            deadline=msg.deadline_s, detail=detail)
+
+    def _undelay(self, msg: _Message) -> None:
+        if msg.state == "delayed":
+            self._make_visible(msg)
+
+    def _make_visible(self, msg: _Message, head: bool = False) -> None:
+        msg.state = "visible"
+        self._in_flight.pop(msg.id, None)
+        if head:
+            self._ready.appendleft((msg.id, False))
+        else:
+            self._ready.append((msg.id, False))
+        self._dispatch()
+
+    # --- leases ----------------------------------------------------------------------------
+    def _lend(self, msg: _Message, consumer: str) -> None:
+        """Start a loan: lease, its timer (when expiry is continuous) and heartbeats."""
+        cfg, now = self.config, self.env.now
+        msg.state = "in_flight"
+        msg.receive_count += 1
+        msg.receipt += 1
+        msg.holder, msg.received_at, msg.orphaned = consumer, now, False
+        msg.lease_until = now + min(cfg.visibility_timeout_s, cfg.max_lease_s)
+        self._in_flight[msg.id] = msg
+        if cfg.sweep_interval_s == 0 and cfg.redelivery != "claim":
+            self._at(msg.lease_until - now, self._lease_timer, msg, msg.receipt)
+        if cfg.heartbeat_interval_s > 0:
+            self._at(cfg.heartbeat_interval_s, self._heartbeat, msg, msg.receipt)
+
+    def _lease_timer(self, msg: _Message, receipt: int) -> None:
+        if msg.state == "in_flight" and msg.receipt == receipt:
+            if msg.lease_until > self.env.now:  # renewed meanwhile
+                self._at(msg.lease_until - self.env.now, self._lease_timer, msg, receipt)
+            else:
+                self._lapse(msg)
+
+    def _heartbeat(self, msg: _Message, receipt: int) -> None:
+        cfg, now = self.config, self.env.now
+        if msg.state != "in_flight" or msg.receipt != receipt or msg.orphaned or msg.lease_until <= now:
+            return
+        cap = msg.received_at + cfg.max_lease_s
+        msg.lease_until = max(msg.lease_until, min(now + cfg.visibility_timeout_s, cap))
+        if now + cfg.heartbeat_interval_s < cap:
+            self._at(cfg.heartbeat_interval_s, self._heartbeat, msg, receipt)
+
+    def _sweeper(self):
+        """SimPy process: every ``sweep_interval_s``, lapse the loans whose lease ran out."""
+        while True:
+            yield self.env.timeout(self.config.sweep_interval_s)
+            now = self.env.now
+            lapsed = [(m, m.receipt) for m in self._in_flight.values() if m.lease_until <= now]
+            for msg, receipt in lapsed:
+                # a channel closed earlier in this sweep may have requeued it, and it may
+                # already be on a new loan: only the loan seen lapsed is taken back
+                if msg.state == "in_flight" and msg.receipt == receipt:
+                    self._lapse(msg)
+
+    def _lapse(self, msg: _Message) -> None:
+        """A lease ran out: redeliver by the queue's mechanism."""
+        cfg = self.config
+        if cfg.redelivery == "consumer_death":  # the ack timeout closes the consumer's channel
+            for m in [m for m in self._in_flight.values() if m.holder == msg.holder]:
+                self._log("visibility_expired", "queue", m, m.receive_count, "consumer_timeout")
+                self._make_visible(m, head=cfg.requeue_at_head)
+            return
+        if cfg.redelivery == "stalled_sweep":
+            msg.stalls += 1
+            self._log("visibility_expired", "queue", msg, msg.receive_count, "stalled")
+            if msg.stalls > cfg.max_stalled_count:
+                self._in_flight.pop(msg.id, None)
+                self._exhaust(msg, "max_stalled_count")
+                return
+        else:
+            self._log("visibility_expired", "queue", msg, msg.receive_count,
+                      "claimed" if cfg.redelivery == "claim" else "")
+        self._make_visible(msg, head=cfg.requeue_at_head)
+
+    def _disconnected(self, msg: _Message, receipt: int) -> None:
+        if msg.state == "in_flight" and msg.receipt == receipt:
+            self._log("visibility_expired", "queue", msg, msg.receive_count, "connection_lost")
+            self._make_visible(msg, head=self.config.requeue_at_head)
+
+    def _exhaust(self, msg: _Message, reason: str) -> None:
+        """Out of deliveries, attempts or stalls: to the dead-letter queue, or dropped."""
+        if self.config.on_exhaustion == "drop":
+            self._delete(msg)
+            self._log("dropped", "queue", msg, msg.receive_count, reason)
+            return
+        if msg.state not in ("deleted", "dlq"):
+            self._live -= 1
+        msg.state = "dlq"
+        self._dlq.append(msg.id)
+        self._log("dead_lettered", "queue", msg, msg.receive_count, reason)
+
+    def _trim(self, newest: int) -> None:
+        """Append ``newest`` to the stream; trim the oldest entries past ``max_length``,
+        whatever their state (Redis XADD MAXLEN: a pending entry reads back as nil)."""
+        self._stream.append(newest)
+        while len(self._stream) > self.config.max_length:
+            msg = self._messages[self._stream.popleft()]
+            if msg.state != "deleted":
+                where = msg.state
+                self._delete(msg)
+                self._log("trimmed", "queue", msg, msg.receive_count, where)
+
+    def _expire(self, msg: _Message) -> None:
+        if msg.state == "deleted":
+            return
+        where = msg.state
+        self._delete(msg)
+        self._log("retention_expired", "queue", msg, msg.receive_count, where)
+
+    def _delete(self, msg: _Message) -> None:
+        self._in_flight.pop(msg.id, None)
+        if msg.state not in ("deleted", "dlq"):
+            self._live -= 1
+        if msg.state != "deleted":
+            self._held[(msg.job.account_id, msg.job.cleanup_version)] -= 1
+        msg.state = "deleted"
+
+    def _dispatch(self) -> None:
+        """Hand visible messages to waiting consumers, oldest first: skip shelf entries that
+        went stale (expired, redelivered), dead-letter a message past its receive limit,
+        start the visibility timer of a real delivery, and maybe queue a spurious copy."""
+        cfg = self.config
+        while self._getters and self._ready:
+            mid, dup = self._ready.popleft()
+            msg = self._messages[mid]
+            if dup:
+                if msg.state in ("deleted", "dlq"):
+                    continue
+                delivery = Delivery(mid, msg.job, msg.deadline_s, msg.receive_count, -1,
+                                    self._next_number(), duplicate=True)
+            else:
+                if msg.state != "visible":
+                    continue  # expired or redelivered meanwhile: a stale shelf entry
+                if cfg.max_receive_count and msg.receive_count >= cfg.max_receive_count:
+                    self._exhaust(msg, "max_receive_count")
+                    continue
+                event, consumer = self._getters.popleft()
+                self._lend(msg, consumer)
+                delivery = Delivery(mid, msg.job, msg.deadline_s, msg.receive_count, msg.receipt,
+                                    self._next_number())
+                if cfg.redelivery == "none":  # pop-on-fetch: the queue forgets it now
+                    self._delete(msg)
+                    self._popped[mid] = consumer
+                    self._log("delivered", consumer, msg, delivery.receive_count, "pop_on_fetch")
+                else:
+                    self._log("delivered", consumer, msg, delivery.receive_count)
+                event.succeed(delivery)
+                self._maybe_duplicate(msg, delivery)
+                continue
+            event, consumer = self._getters.popleft()
+            self._log("delivered", consumer, msg, delivery.receive_count, "duplicate")
+            event.succeed(delivery)
+
+    def _maybe_duplicate(self, msg: _Message, delivery: Delivery) -> None:
+        cfg = self.config
+        if delivery.number in self.forced_duplicates or (
+                cfg.duplicate_probability and self.rng.random() < cfg.duplicate_probability):
+            self._ready.append((msg.id, True))
+
+    def _next_number(self) -> int:
+        self._deliveries += 1
+        return self._deliveries

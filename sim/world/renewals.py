@@ -1,0 +1,175 @@
+"""Renewals and the rest of the account lifecycle: the players' side of the world.
+
+A workload is a plan drawn once from the seed: every account is created at time 0 with a
+deadline; some players renew minutes before their deadline, some while their cleanup job is
+already in flight; some deadlines are extended (a newer cleanup version); a renewed term rolls
+over ``rollover_delay_s`` after its deadline into a new, unrenewed term with a bumped version;
+some cleaned-up players subscribe again; some accounts are deleted around their deadline.
+
+Each lifecycle step is one short transaction on the real stores, decided on the committed
+state it reads (a renewal that arrives after the cleanup committed is a re-subscription). A
+write conflict is retried after a backoff, so lifecycle commits land between any two store
+calls of a worker.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+
+from acksim.model.errors import ConflictError
+from acksim.model.job import Account
+from acksim.scenario import Workload
+
+_RETRY_BACKOFF_S = 0.01
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleOp:
+    """One planned step: ``kind`` in renew, extend, resubscribe, delete, rollover; ``at_s``
+    when (virtual s); ``amount_s`` the extension for "extend"; ``version`` the term a
+    "rollover" belongs to."""
+
+    at_s: float
+    kind: str
+    account_id: str
+    amount_s: float = 0.0
+    version: int = 0
+
+
+def account_ids(n: int) -> list[str]:
+    """The ids of a workload's accounts: ``acct-000001`` ..."""
+    return [f"acct-{i:06d}" for i in range(1, n + 1)]
+
+
+def planned_workload(plan) -> tuple[dict[str, float], list[LifecycleOp]]:
+    """The deadlines and sorted steps of an explicit ``[plan]`` (``acksim.scenario.Plan``)."""
+    deadlines = {a.account_id: a.deadline_s for a in plan.accounts}
+    ops = [LifecycleOp(s.at_s, s.kind, s.account_id, amount_s=s.amount_s) for s in plan.steps]
+    ops.sort(key=lambda op: (op.at_s, op.account_id, op.kind))
+    return deadlines, ops
+
+
+def plan_workload(w: Workload, rng: random.Random) -> tuple[dict[str, float], list[LifecycleOp]]:
+    """Draw the initial deadlines (by account id) and the sorted lifecycle plan."""
+    deadlines: dict[str, float] = {}
+    ops: list[LifecycleOp] = []
+    u = rng.uniform
+    arrival = w.deadline_start_s
+    for aid in account_ids(w.accounts):
+        if w.arrivals == "poisson":
+            arrival += rng.expovariate(w.arrival_rate_per_s)
+            d = arrival
+        else:
+            d = w.deadline_start_s + (u(0.0, w.deadline_window_s) // w.deadline_granularity_s) * w.deadline_granularity_s
+        deadlines[aid] = d
+        if rng.random() < w.renew_fraction:
+            if rng.random() < w.renew_in_flight_fraction:
+                at = d + u(0.0, w.renew_in_flight_within_s)
+            else:
+                at = d - u(*w.renew_lead_s)
+            ops.append(LifecycleOp(max(at, 0.0), "renew", aid))
+        elif rng.random() < w.extension_fraction:
+            ops.append(LifecycleOp(max(d - u(*w.extension_lead_s), 0.0), "extend", aid, amount_s=u(*w.extension_s)))
+        if rng.random() < w.resubscribe_fraction:
+            ops.append(LifecycleOp(d + u(*w.resubscribe_after_s), "resubscribe", aid))
+        if rng.random() < w.delete_fraction:
+            ops.append(LifecycleOp(max(d + u(-w.delete_around_deadline_s, w.delete_around_deadline_s), 0.0), "delete", aid))
+    ops.sort(key=lambda op: (op.at_s, op.account_id, op.kind))
+    return deadlines, ops
+
+
+class Renewals:
+    """The lifecycle actor. ``pending`` counts steps not yet committed (planned, delayed
+    roll-overs, retries); the world is idle only when it is 0."""
+
+    def __init__(self, world, ops: list[LifecycleOp]) -> None:
+        self.world = world
+        self.ops = ops
+        self.session = world.db.session()
+        self.pending = len(ops)
+
+    def create_accounts(self, deadlines: dict[str, float]) -> None:
+        """Create every account at time 0 in one transaction and arm its first deadline."""
+        world, s = self.world, self.session
+        s.begin()
+        for aid, d in deadlines.items():
+            s.accounts.put(Account(aid, 1, False, world.to_datetime(d)))
+        self._record(s.commit(), "account_created")
+
+    def run(self):
+        """SimPy process: perform the planned steps at their times."""
+        env = self.world.env
+        for op in self.ops:
+            if op.at_s > env.now:
+                yield env.timeout(op.at_s - env.now)
+            env.process(self._perform(op))
+
+    def _later(self, op: LifecycleOp):
+        yield self.world.env.timeout(max(op.at_s - self.world.env.now, 0.0))
+        yield from self._perform(op)
+
+    def _perform(self, op: LifecycleOp):
+        s = self.session
+        backoff = _RETRY_BACKOFF_S
+        while True:
+            s.begin()
+            try:
+                kind, follow_up = self._decide(op)
+                writes = s.commit()
+            except ConflictError:
+                s.rollback()
+                yield self.world.env.timeout(backoff)
+                backoff = min(backoff * 2, 1.0)
+                continue
+            break
+        if kind is not None:
+            self._record(writes, kind)
+        if follow_up is not None:
+            self.pending += 1
+            self.world.env.process(self._later(follow_up))
+        self.pending -= 1
+
+    def _decide(self, op: LifecycleOp) -> tuple[str | None, LifecycleOp | None]:
+        """Read, decide and write inside the open transaction; returns the record kind (None
+        when nothing changed) and a follow-up step."""
+        world, s = self.world, self.session
+        acc = s.accounts.get(op.account_id)
+        if op.kind == "delete":
+            return ("account_deleted" if s.accounts.delete(op.account_id) else None), None
+        if acc is None:
+            return None, None
+        now = world.env.now
+        term = world.scenario.workload.term_s
+        cleaned = s.cleanup_store.was_applied(acc.account_id, acc.cleanup_version)
+        if op.kind in ("renew", "resubscribe") and cleaned:
+            s.accounts.put(self._next_term(acc, now + term))
+            return "resubscribed", None
+        if op.kind == "renew" and not acc.renewed:
+            s.accounts.put(replace(acc, renewed=True))
+            at = max(world.to_virtual(acc.deadline), now) + world.scenario.workload.rollover_delay_s
+            return "renewed", LifecycleOp(at, "rollover", acc.account_id, version=acc.cleanup_version)
+        if op.kind == "rollover" and acc.renewed and acc.cleanup_version == op.version:
+            s.accounts.put(self._next_term(acc, world.to_virtual(acc.deadline) + term))
+            return "term_rolled_over", None
+        if op.kind == "extend" and not acc.renewed and not cleaned:
+            s.accounts.put(self._next_term(acc, world.to_virtual(acc.deadline) + op.amount_s))
+            return "extended", None
+        return None, None
+
+    def _next_term(self, acc: Account, deadline_s: float) -> Account:
+        return Account(acc.account_id, acc.cleanup_version + 1, False, self.world.to_datetime(deadline_s))
+
+    def _record(self, writes, kind: str) -> None:
+        """Record committed account writes (ground truth) and arm the new deadlines."""
+        world = self.world
+        for w in writes:
+            if w.kind == "account_deleted":
+                world.history.record("account_deleted", "renewals", account_id=w.account_id)
+            elif w.kind == "account_put" and w.account is not None:
+                a = w.account
+                d = world.to_virtual(a.deadline)
+                world.history.record(kind, "renewals", account_id=a.account_id, cleanup_version=a.cleanup_version,
+                                     deadline=d, detail="renewed" if a.renewed else "")
+                if kind != "renewed":
+                    world.scheduler.schedule(a.account_id, a.cleanup_version, d)
