@@ -33,6 +33,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="acksim", description="Simulate and verify a queue-driven cleanup pipeline.")
+    p.add_argument("--version", action="version", version=f"acksim {_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="simulate a scenario and write its report")
     run.add_argument("scenario", nargs="?", default=None,
@@ -48,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
     presets = sub.add_parser("presets", help="list the queue and scheduler presets, or show one")
     presets.add_argument("name", nargs="?", help="a preset to show with every default and its source")
     return p
+
+
+def _version() -> str:
+    from acksim import __version__
+
+    return __version__
 
 
 def cmd_presets(args) -> int:
@@ -110,6 +117,9 @@ def cmd_run(args) -> int:
         signal.signal(signal.SIGTERM, previous)
         close()
         world.close()
+    if world.import_error is not None:  # a broken environment: no verdict, no report
+        raise ScenarioError(f"{'--processor' if args.processor else 'processor'}: the processor raised "
+                            f"{world.import_error} while running; install what it imports (exit 2, no verdict)")
     summary = build_summary(scenario, outcome)
     write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})",
                  full_timeline=bool(scenario.plan.accounts))
@@ -184,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_compare(args)
         if args.command == "presets":
             return cmd_presets(args)
+    except BrokenPipeError:  # the reader of stdout went away (``acksim presets | head -5``)
+        _silence_stdout()
+        return PIPE_CLOSED
     except (ScenarioError, UsageError) as exc:
         print(f"acksim: error: {exc}", file=sys.stderr)
         return 2
@@ -196,6 +209,18 @@ def main(argv: list[str] | None = None) -> int:
         print("acksim: interrupted; no report written (an earlier report there is intact)", file=sys.stderr)
         return 130
     return 2
+
+
+PIPE_CLOSED = 141  # 128 + SIGPIPE, as a shell reports a pipeline whose reader left early
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush raises no second
+    BrokenPipeError (the recipe of the Python documentation, "Note on SIGPIPE")."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import random
 import tempfile
+import traceback
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -107,6 +108,7 @@ class World:
         self.stop_on_processor_error = scenario.run.stop_on_processor_error
         self._stopped = False
         self.processor_errors: list[tuple[float, str, int, str]] = []  # (time, worker, message id, traceback)
+        self.import_error: str | None = None  # the first ImportError the processor raised, one line
         self.busy: set[str] = set()  # workers holding a delivery (only its size is read)
         self.poison_accounts = frozenset(scenario.faults.poison_accounts)  # membership only
 
@@ -192,10 +194,15 @@ class World:
         """True once the history holds ``run.max_records`` records: the world stops early."""
         return len(self.history.records) >= self.scenario.run.max_records
 
-    def processor_failed(self, when: float, worker: str, message_id: int, text: str) -> None:
-        """Note an error of the processor's own; with ``stop_on_processor_error`` (a check:
-        the example is a finding already) the run ends here."""
+    def processor_failed(self, when: float, worker: str, message_id: int, error: BaseException | str) -> None:
+        """Note an error of the processor's own (kept as its traceback text); with
+        ``stop_on_processor_error`` (a check: the example is a finding already) the run ends
+        here. An ``ImportError`` is also kept in ``import_error``: a processor that cannot
+        import what it needs is a broken environment (exit 2), not a verdict on the design."""
+        text = error if isinstance(error, str) else "".join(traceback.format_exception(error))
         self.processor_errors.append((when, worker, message_id, text))
+        if isinstance(error, ImportError) and self.import_error is None:
+            self.import_error = f"{type(error).__name__}: {error}".splitlines()[0][:300]
         if self.stop_on_processor_error:
             raise RunStopped(text)
 

@@ -244,7 +244,7 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
         else:
             summary = f"{type(error).__name__}: {error}".splitlines()[0][:300]
             _log_tx(world, "processor_error", name, delivery, summary)
-            world.processor_failed(env.now, name, delivery.message_id, "".join(traceback.format_exception(error)))
+            world.processor_failed(env.now, name, delivery.message_id, error)
             if unit_of_work:
                 _log_tx(world, "tx_rolled_back", name, delivery, "processor_error")
         if cfg.ack_policy == "after_commit":

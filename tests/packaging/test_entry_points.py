@@ -1,0 +1,53 @@
+"""The command line's entry points and exit codes beyond the verdict: ``python -m acksim``,
+``--version``, a reader that leaves the pipe early, and a processor whose imports are broken."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import acksim
+from acksim.scenarios import bundled
+
+ROOT = Path(__file__).resolve().parents[2]
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+ACKSIM = [sys.executable, "-m", "acksim"]
+
+
+def test_python_dash_m_and_version_print_the_installed_version():
+    result = subprocess.run([*ACKSIM, "--version"], capture_output=True, text=True, timeout=60)
+    assert (result.returncode, result.stdout) == (0, f"acksim {VERSION}\n")
+    assert acksim.__version__ == VERSION
+
+
+def test_the_public_api_is_lazy_and_complete():
+    code = ("import sys, acksim; heavy = [m for m in ('pandas', 'matplotlib', 'simpy') if m in sys.modules]; "
+            "print(heavy, acksim.load.__module__, acksim.simulate.__module__, acksim.check.__module__)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.split() == ["[]", "acksim.scenario", "acksim.world.core", "acksim.search.api"]
+
+
+def test_a_closed_pipe_is_exit_141_without_a_traceback():
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first write
+    try:
+        result = subprocess.run([*ACKSIM, "presets"], stdout=write, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write)
+    assert result.returncode == 141
+    assert result.stderr == ""
+
+
+def test_a_processor_that_cannot_import_what_it_needs_is_bad_input(tmp_path):
+    processor = tmp_path / "lazy.py"
+    processor.write_text("def process(job, accounts, cleanup_store, outbox):\n    import not_installed_anywhere\n")
+    out = tmp_path / "out"
+    result = subprocess.run([*ACKSIM, "run", str(bundled("smoke.toml")), "--processor", f"{processor}:process",
+                             "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr == ("acksim: error: --processor: the processor raised ModuleNotFoundError: No module named "
+                             "'not_installed_anywhere' while running; install what it imports (exit 2, no verdict)\n")
+    assert not out.exists()
