@@ -143,7 +143,8 @@ def cmd_run(args) -> int:
 
 def _run_fanout(scenario, args) -> int:
     """``acksim run`` of a scenario with a ``[fanout]`` table: the shipment fan-out design."""
-    from acksim.world.fanout import FANOUT_PARAMS, FanoutWorld, build_fanout_summary
+    from acksim.judges.fanout import build_fanout_summary
+    from acksim.world.fanout import FANOUT_PARAMS, FanoutWorld
     from acksim.report import write_report
     from acksim.judges.summary import passed
 

@@ -38,6 +38,14 @@ def stream(seed: int, name: str) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
+def scenario_queue(env: simpy.Environment, history: History, scenario: Scenario) -> Queue:
+    """The scenario's queue on ``env``, recording into ``history``: ``[queue]`` settings, its
+    own random stream ("queue") and the spurious copies ``faults.duplicates`` forces (both
+    designs build it this way)."""
+    return Queue(env, history, scenario.queue, stream(scenario.seed, "queue"),
+                 frozenset(d.delivery for d in scenario.faults.duplicates))
+
+
 class RunStopped(Exception):
     """Ends a run early from inside an actor (see ``World.processor_failed``)."""
 
@@ -92,8 +100,7 @@ class World:
             db_path = Path(self._tmp.name) / "stores.db"
         self.db = open_database(st.backend, str(db_path) if db_path else None, options)
         seed = scenario.seed
-        self.queue = Queue(self.env, self.history, scenario.queue, stream(seed, "queue"),
-                           frozenset(d.delivery for d in scenario.faults.duplicates))
+        self.queue = scenario_queue(self.env, self.history, scenario)
         self.fault_plan = FaultPlan(scenario.faults)
         self.scheduler = Scheduler(self, stream(seed, "scheduler"))
         if workload is None and scenario.plan.accounts:

@@ -16,13 +16,19 @@ answer; detail "<status> <idempotency key>"), "subscriber_effect" and "subscribe
 update), "delivery_recorded" (a committed record, ground truth from the store's write),
 "update_completed" (the join's verdict). The task key travels in ``account_id`` of the
 queue's own records (the queue knows a message by (account_id, cleanup_version)).
+
+It runs on the cleanup world's parts: the queue (``acksim.world.core.scenario_queue``), the
+seeded streams (``stream``), the fault plan, store latencies, rolling deployments, kills and
+the down time of a crashed worker (``acksim.world.faults``), the worker's crash signal and
+phases (``acksim.world.worker``) and the attempt interleaving. Its own are the endpoint, the
+delivery-record ledger and the worker's attempt (a decision to ack, nack or dead-letter).
+Its invariants and summary are in ``acksim.judges.fanout``.
 """
 
 from __future__ import annotations
 
 import random
 import tempfile
-from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,13 +38,14 @@ from acksim.model.errors import ConflictError
 from acksim.model.job import CleanupJob
 from acksim.model.shipment import Decision, DeliveryTask, ShipmentUpdate, fan_out, update_complete
 from acksim.model.shipment_store import SqliteDeliveryRecords, connect
+from acksim.history import History
+from acksim.scenario import Scenario
+from acksim.world.core import FinalState, Outcome, scenario_queue, stream
 from acksim.world.faults import FaultPlan, fault_injector, killer, stay_down, store_latency
-from acksim.history import History, Record
 from acksim.world.interleave import Attempt, Finished, ProcessorHung, Sleep
 from acksim.world.processor_ref import load_processor
-from acksim.world.queue import Queue, body_bytes
-from acksim.scenario import Scenario
-from acksim.world.core import FinalState, Outcome, stream
+from acksim.world.queue import body_bytes
+from acksim.world.worker import WHOLE_WORKER_PHASES, WorkerCrash
 
 FANOUT_PARAMS = ("task", "records", "endpoint")
 
@@ -109,8 +116,7 @@ class FanoutWorld:
         self._tmp = tempfile.TemporaryDirectory(prefix="acksim-fanout-")
         self.db_path = str(Path(self._tmp.name) / "records.db")
         self._conns = []
-        self.queue = Queue(self.env, self.history, scenario.queue, stream(scenario.seed, "queue"),
-                           frozenset(d.delivery for d in scenario.faults.duplicates))
+        self.queue = scenario_queue(self.env, self.history, scenario)
         self.fault_plan = FaultPlan(scenario.faults)
         self.endpoint = Endpoint(self, stream(scenario.seed, "endpoint"))
         self.updates = tuple(ShipmentUpdate(f"upd-{u}", tuple(f"sub-{k}" for k in range(1, cfg.subscribers + 1)))
@@ -154,7 +160,6 @@ class FanoutWorld:
     def _worker(self, name: str, rng: random.Random):
         env, queue = self.env, self.queue
         records = SqliteDeliveryRecords(self._connect())
-        restart = self.scenario.workers.restart_delay_s
         while True:
             receiving = queue.receive(name)
             delivery = None
@@ -163,9 +168,8 @@ class FanoutWorld:
                 self.busy.add(name)
                 yield from self._handle(name, rng, records, delivery)
                 self.busy.discard(name)
-            except (_Crash, simpy.Interrupt) as exc:
-                phase = exc.cause[0] if isinstance(exc, simpy.Interrupt) else exc.phase
-                down = exc.cause[1] if isinstance(exc, simpy.Interrupt) else restart
+            except (WorkerCrash, simpy.Interrupt) as exc:
+                phase, down = exc.cause if isinstance(exc, simpy.Interrupt) else (exc.phase, exc.down_s)
                 if not receiving.triggered:
                     queue.cancel(receiving)
                 if self._current.get(name) is not None:
@@ -176,12 +180,13 @@ class FanoutWorld:
                 self.history.record("crashed", name, message_id=delivery.message_id if delivery else None,
                                     account_id=delivery.job.account_id if delivery else None, detail=phase)
                 self.busy.discard(name)
-                executing = delivery.message_id if delivery is not None and phase not in ("deployment", "killed") else None
+                executing = delivery.message_id if delivery is not None and phase not in WHOLE_WORKER_PHASES else None
                 queue.consumer_lost(name, executing)
                 yield from stay_down(env, self.history, name, down)
 
     def _handle(self, name, rng, records, delivery):
         env, queue, cfg = self.env, self.queue, self.scenario.fanout
+        restart = self.scenario.workers.restart_delay_s
         task = self.tasks[delivery.job.account_id]
         recording = _Recording(records)
         records.begin()
@@ -206,9 +211,9 @@ class FanoutWorld:
                 else:
                     yield env.timeout(store_latency(self.scenario, env.now, rng))
                 if self.fault_plan.crash(rng, delivery.number, "before_call", step.index):
-                    raise _Crash("before_call")
+                    raise WorkerCrash("before_call", restart)
             elif self.fault_plan.crash(rng, delivery.number, "after_call", step.index):
-                raise _Crash("after_call")
+                raise WorkerCrash("after_call", restart)
             self.actor = name  # who the endpoint sees calling, if this step sends
             step = attempt.step()
         self._current[name] = None
@@ -244,9 +249,9 @@ class FanoutWorld:
             queue.dead_letter(delivery, name, "rejected")
         else:
             if self.fault_plan.crash(rng, delivery.number, "after_commit"):
-                raise _Crash("after_commit")
+                raise WorkerCrash("after_commit", restart)
             if self.fault_plan.crash(rng, delivery.number, "during_ack"):
-                raise _Crash("during_ack")
+                raise WorkerCrash("during_ack", restart)
             queue.ack(delivery, name)
 
     # --- running ---------------------------------------------------------------------------
@@ -288,103 +293,3 @@ class FanoutWorld:
         for conn in self._conns:
             conn.close()
         self._tmp.cleanup()
-
-
-class _Crash(Exception):
-    def __init__(self, phase: str) -> None:
-        super().__init__(phase)
-        self.phase = phase
-
-
-# --- invariants of this design ----------------------------------------------------------
-
-def _update_of(task_key: str) -> str:
-    """The update id in a task key ``cleanup:<update id>:<subscriber>``."""
-    return task_key.split(":", 2)[1]
-
-
-def _tasks_per_update(history) -> Counter:
-    """How many delivery tasks each update was fanned out to (its N), from the publishes."""
-    return Counter(_update_of(r.account_id) for r in history if r.kind == "published")
-
-
-def exactly_once_in_effect(history: tuple[Record, ...] | list[Record], final: FinalState) -> list[dict]:
-    """Every (update, subscriber) got exactly one effect at the subscriber, or none and its
-    task was dead-lettered because the subscriber rejected it (a 4xx: counted, not a
-    violation). Anything else is a violation: two effects, or none (retries exhausted, left
-    in the queue)."""
-    effects: dict[tuple[str, str], int] = {}
-    for r in history:
-        if r.kind == "subscriber_effect":
-            effects[(r.detail, r.account_id)] = effects.get((r.detail, r.account_id), 0) + 1
-    dead = {r.account_id for r in history if r.kind == "dead_lettered" and r.detail == "rejected"}
-    expected = {(r.detail.split()[0], r.account_id) for r in history if r.kind == "delivery_recorded"}
-    tasks = sorted({r.account_id for r in history if r.kind == "published"})
-    out = []
-    for key in tasks:
-        _c, job_id, subscriber = key.split(":", 2)
-        pair = (job_id, subscriber)
-        n = effects.get(pair, 0)
-        if n == 1 or (n == 0 and key in dead):
-            continue
-        why = f"{n} effects at the subscriber" if n else "never delivered, and not rejected by the subscriber"
-        out.append({"update_id": job_id, "subscriber": subscriber, "recorded": pair in expected, "why": why})
-    return out
-
-
-def complete_only_when_all_recorded(history, final: FinalState) -> list[dict]:
-    """An update is marked complete only once all N subscribers' records committed, and
-    every update whose N records committed is marked complete by the end."""
-    recorded: dict[str, set[str]] = {}
-    n_of = _tasks_per_update(history)
-    out, completed = [], set()
-    for r in history:
-        if r.kind == "delivery_recorded":
-            recorded.setdefault(r.detail.split()[0], set()).add(r.account_id)
-        elif r.kind == "update_completed":
-            completed.add(r.account_id)
-            have = len(recorded.get(r.account_id, ()))
-            if have < n_of[r.account_id]:
-                out.append({"update_id": r.account_id, "time": r.time,
-                            "why": f"marked complete with {have} of {n_of[r.account_id]} records"})
-    for upd, subs in sorted(recorded.items()):
-        if len(subs) == n_of[upd] and upd not in completed:
-            out.append({"update_id": upd, "why": "all records committed, never marked complete"})
-    return out
-
-
-def every_update_completes(history, final: FinalState) -> list[dict]:
-    """Every update none of whose subscribers rejected its delivery (a 4xx) ends complete: its
-    N records committed and the join marked it. Reported: updates left incomplete (a delivery
-    whose retries ran out, or whose effect happened and whose record never committed)."""
-    n_of = _tasks_per_update(history)
-    rejected = {_update_of(r.account_id) for r in history if r.kind == "dead_lettered" and r.detail == "rejected"}
-    completed = {r.account_id for r in history if r.kind == "update_completed"}
-    recorded = Counter(r.detail.split()[0] for r in history if r.kind == "delivery_recorded")
-    return [{"update_id": upd, "why": f"never complete: {recorded[upd]} of {n} records"}
-            for upd, n in sorted(n_of.items()) if upd not in rejected and upd not in completed]
-
-
-FANOUT_INVARIANTS = (("exactly_once_in_effect", exactly_once_in_effect),
-                     ("complete_only_when_all_recorded", complete_only_when_all_recorded),
-                     ("every_update_completes", every_update_completes))
-
-
-def build_fanout_summary(scenario: Scenario, outcome: Outcome) -> dict:
-    """The summary.json of a fan-out run: the keys of ``acksim.judges.summary.build_summary``, with
-    this design's invariants and counts."""
-    from acksim.judges.invariants import check_all
-    from acksim.judges.slo import evaluate, figures
-
-    h = outcome.history
-    kinds = Counter(r.kind for r in h)
-    invariants = check_all(h, outcome.final, FANOUT_INVARIANTS)
-    counts = {"updates": scenario.fanout.updates, "jobs": kinds["published"],
-              "deliveries": kinds["delivered"], "crashes": kinds["crashed"], "sends": kinds["send"],
-              "subscriber_effects": kinds["subscriber_effect"], "subscriber_duplicates": kinds["subscriber_duplicate"],
-              "records": kinds["delivery_recorded"], "updates_completed": kinds["update_completed"],
-              "retries": kinds["nacked"], "dead_lettered": kinds["dead_lettered"], "acks": kinds["acked"],
-              "acks_without_delete": kinds["ack_stale"], "conflicts": kinds["tx_rolled_back"],
-              "processor_errors": kinds["processor_error"], "stopped_early": int(outcome.final.stopped_early)}
-    return {"scenario": scenario.name, "seed": scenario.seed, "invariants": invariants,
-            "slo": evaluate(figures(h), scenario.slo.thresholds()), "counts": counts}

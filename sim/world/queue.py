@@ -16,68 +16,25 @@ operator can redrive it; ``max_attempts`` failures and ``max_stalled_count`` sta
 same way (or drop it: ``on_exhaustion``). Retention deletes a message, wherever it is,
 ``retention_s`` after it was sent; a length cap trims the oldest entries, pending or not.
 
-Every change is recorded in the history; nothing is dropped silently.
+Every change is recorded in the history; nothing is dropped silently. The data of messages
+and loans is ``acksim.world.message``; how a loan ends without an ack (lease timers,
+heartbeats, sweeps, a lost worker, the redelivery mechanisms) is ``acksim.world.leases``.
 """
 
 from __future__ import annotations
 
-import json
 import random
 from collections import deque
-from dataclasses import dataclass
 
 import simpy
 
-from acksim.model.job import CleanupJob
 from acksim.history import History
+from acksim.model.job import CleanupJob
 from acksim.scenario import Queue as QueueConfig
+from acksim.world.leases import lend, sweeper, worker_lost
+from acksim.world.message import Delivery, MessageTooLarge, _Message, body_bytes
 
-
-class MessageTooLarge(ValueError):
-    """A publish whose body exceeds ``queue.max_message_bytes`` (256 KB in the design documents)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Delivery:
-    """One receipt of one message. ``number``: 1-based count of deliveries over the whole run;
-    ``receipt``: this loan's receipt; ``duplicate``: a spurious extra copy (no visibility timer,
-    its ack deletes the message if it still exists)."""
-
-    message_id: int
-    job: CleanupJob
-    deadline_s: float
-    receive_count: int
-    receipt: int
-    number: int
-    duplicate: bool = False
-
-
-class _Message:
-    __slots__ = ("id", "job", "deadline_s", "state", "receive_count", "receipt", "sent_at", "holder",
-                 "received_at", "lease_until", "orphaned", "stalls", "failures")
-
-    def __init__(self, mid: int, job: CleanupJob, deadline_s: float, sent_at: float) -> None:
-        self.id = mid
-        self.job = job
-        self.deadline_s = deadline_s
-        self.state = "delayed"  # delayed | visible | in_flight | dlq | deleted
-        self.receive_count = 0
-        self.receipt = 0
-        self.sent_at = sent_at
-        self.holder = ""  # the consumer of the current loan
-        self.received_at = 0.0
-        self.lease_until = 0.0
-        self.orphaned = False  # its holder died: no more heartbeats
-        self.stalls = 0
-        self.failures = 0
-
-
-def body_bytes(job: CleanupJob, payload_bytes: int = 0) -> int:
-    """Size in bytes of the JSON body the scheduler sends for ``job`` plus ``payload_bytes``
-    of extra payload (a design that ships a player export in the message)."""
-    body = json.dumps({"account_id": job.account_id, "cleanup_version": job.cleanup_version,
-                       "deadline": job.deadline.isoformat()}, separators=(",", ":"))
-    return len(body.encode()) + payload_bytes
+__all__ = ["Delivery", "MessageTooLarge", "Queue", "body_bytes"]
 
 
 class Queue:
@@ -109,7 +66,7 @@ class Queue:
         self._popped: dict[int, str] = {}  # pop-on-fetch: message id -> consumer still working on it
         self._stream: deque[int] = deque()  # publish order, for the length cap
         if config.sweep_interval_s > 0 and config.redelivery != "none":
-            env.process(self._sweeper())
+            env.process(sweeper(self))
 
     # --- producers -------------------------------------------------------------------------
     def publish(self, job: CleanupJob, deadline_s: float, delay_s: float, actor: str,
@@ -219,21 +176,7 @@ class Queue:
         at once ("requeue", task_reject_on_worker_lost) or left to its lease ("lease") by
         ``on_worker_lost``; the others (held, prefetched) are left to their lease, which for
         "consumer_death" redelivery ends ``disconnect_detect_s`` later."""
-        cfg = self.config
-        for mid in [m for m, c in self._popped.items() if c == consumer and (not only or m == executing)]:
-            del self._popped[mid]
-        held = [m for m in self._in_flight.values()
-                if m.holder == consumer and (not only or m.id == executing)]
-        for msg in held:
-            msg.orphaned = True
-            policy = cfg.on_worker_lost if msg.id == executing else "lease"
-            if policy == "ack":
-                self._delete(msg)
-                self._log("acked", consumer, msg, msg.receive_count, "worker_lost")
-            elif policy == "requeue":
-                self._requeue(msg, consumer, 0.0, "worker_lost")
-            elif cfg.redelivery == "consumer_death":
-                self._at(cfg.disconnect_detect_s, self._disconnected, msg, msg.receipt)
+        worker_lost(self, consumer, executing, only)
 
     def dead_letter(self, delivery: Delivery, consumer: str, reason: str) -> bool:
         """The consumer ends the message of its current loan now (an error no retry can fix):
@@ -294,9 +237,10 @@ class Queue:
         return sorted(self._in_flight)
 
     # --- internals -------------------------------------------------------------------------
-    def _at(self, delay: float, fn, msg: _Message, *args) -> None:
+    def _at(self, delay: float, fn, *args) -> None:
+        """Call ``fn(*args)`` ``delay`` virtual seconds from now (a SimPy timeout's callback)."""
         ev = self.env.timeout(delay)
-        ev.callbacks.append(lambda _e: fn(msg, *args))
+        ev.callbacks.append(lambda _e: fn(*args))
 
     def _log(self, kind: str, actor: str, msg: _Message, rc: int | None, detail: str = "") -> None:
         self.history.record(kind, actor, message_id=msg.id, account_id=msg.job.account_id,
@@ -315,74 +259,6 @@ class Queue:
         else:
             self._ready.append((msg.id, False))
         self._dispatch()
-
-    # --- leases ----------------------------------------------------------------------------
-    def _lend(self, msg: _Message, consumer: str) -> None:
-        """Start a loan: lease, its timer (when expiry is continuous) and heartbeats."""
-        cfg, now = self.config, self.env.now
-        msg.state = "in_flight"
-        msg.receive_count += 1
-        msg.receipt += 1
-        msg.holder, msg.received_at, msg.orphaned = consumer, now, False
-        msg.lease_until = now + min(cfg.visibility_timeout_s, cfg.max_lease_s)
-        self._in_flight[msg.id] = msg
-        if cfg.sweep_interval_s == 0 and cfg.redelivery != "claim":
-            self._at(msg.lease_until - now, self._lease_timer, msg, msg.receipt)
-        if cfg.heartbeat_interval_s > 0:
-            self._at(cfg.heartbeat_interval_s, self._heartbeat, msg, msg.receipt)
-
-    def _lease_timer(self, msg: _Message, receipt: int) -> None:
-        if msg.state == "in_flight" and msg.receipt == receipt:
-            if msg.lease_until > self.env.now:  # renewed meanwhile
-                self._at(msg.lease_until - self.env.now, self._lease_timer, msg, receipt)
-            else:
-                self._lapse(msg)
-
-    def _heartbeat(self, msg: _Message, receipt: int) -> None:
-        cfg, now = self.config, self.env.now
-        if msg.state != "in_flight" or msg.receipt != receipt or msg.orphaned or msg.lease_until <= now:
-            return
-        cap = msg.received_at + cfg.max_lease_s
-        msg.lease_until = max(msg.lease_until, min(now + cfg.visibility_timeout_s, cap))
-        if now + cfg.heartbeat_interval_s < cap:
-            self._at(cfg.heartbeat_interval_s, self._heartbeat, msg, receipt)
-
-    def _sweeper(self):
-        """SimPy process: every ``sweep_interval_s``, lapse the loans whose lease ran out."""
-        while True:
-            yield self.env.timeout(self.config.sweep_interval_s)
-            now = self.env.now
-            lapsed = [(m, m.receipt) for m in self._in_flight.values() if m.lease_until <= now]
-            for msg, receipt in lapsed:
-                # a channel closed earlier in this sweep may have requeued it, and it may
-                # already be on a new loan: only the loan seen lapsed is taken back
-                if msg.state == "in_flight" and msg.receipt == receipt:
-                    self._lapse(msg)
-
-    def _lapse(self, msg: _Message) -> None:
-        """A lease ran out: redeliver by the queue's mechanism."""
-        cfg = self.config
-        if cfg.redelivery == "consumer_death":  # the ack timeout closes the consumer's channel
-            for m in [m for m in self._in_flight.values() if m.holder == msg.holder]:
-                self._log("visibility_expired", "queue", m, m.receive_count, "consumer_timeout")
-                self._make_visible(m, head=cfg.requeue_at_head)
-            return
-        if cfg.redelivery == "stalled_sweep":
-            msg.stalls += 1
-            self._log("visibility_expired", "queue", msg, msg.receive_count, "stalled")
-            if msg.stalls > cfg.max_stalled_count:
-                self._in_flight.pop(msg.id, None)
-                self._exhaust(msg, "max_stalled_count")
-                return
-        else:
-            self._log("visibility_expired", "queue", msg, msg.receive_count,
-                      "claimed" if cfg.redelivery == "claim" else "")
-        self._make_visible(msg, head=cfg.requeue_at_head)
-
-    def _disconnected(self, msg: _Message, receipt: int) -> None:
-        if msg.state == "in_flight" and msg.receipt == receipt:
-            self._log("visibility_expired", "queue", msg, msg.receive_count, "connection_lost")
-            self._make_visible(msg, head=self.config.requeue_at_head)
 
     def _exhaust(self, msg: _Message, reason: str) -> None:
         """Out of deliveries, attempts or stalls: to the dead-letter queue, or dropped."""
@@ -442,7 +318,7 @@ class Queue:
                     self._exhaust(msg, "max_receive_count")
                     continue
                 event, consumer = self._getters.popleft()
-                self._lend(msg, consumer)
+                lend(self, msg, consumer)
                 delivery = Delivery(mid, msg.job, msg.deadline_s, msg.receive_count, msg.receipt,
                                     self._next_number())
                 if cfg.redelivery == "none":  # pop-on-fetch: the queue forgets it now

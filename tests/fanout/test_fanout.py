@@ -7,7 +7,8 @@ import pytest
 
 from acksim.model.shipment import deliver_keyed_by_attempt
 from acksim.cli.main import main
-from acksim.world.fanout import FanoutWorld, build_fanout_summary
+from acksim.judges.fanout import build_fanout_summary
+from acksim.world.fanout import FanoutWorld
 from acksim.scenario import load, parse
 
 BUNDLED = Path(__file__).resolve().parents[2] / "scenarios" / "shipment-fanout.toml"

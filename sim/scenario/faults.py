@@ -1,0 +1,78 @@
+"""``[faults]``: worker crashes (by probability per phase, or scheduled), rolling deployments,
+hard kills, spurious duplicates, store latency spikes, poison accounts and scheduler stalls."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+
+from acksim.scenario.base import DAY, HORIZON_S, Probability, Span, Tupled, _ordered_windows, _Section
+
+CrashPhase = Literal["before_call", "after_call", "after_commit", "during_ack"]
+
+
+class ScheduledCrash(_Section):
+    """Crash the worker holding the ``delivery``-th delivery (1-based, counted over the whole
+    run) at ``phase``; for call phases, at store call number ``call`` (0-based)."""
+
+    delivery: int = Field(ge=1)
+    phase: CrashPhase
+    call: int = Field(0, ge=0, le=1000)
+
+
+class Deployment(_Section):
+    """A rolling deployment starting at ``at_s``: each worker in turn is stopped (a crash
+    wherever it is) and comes back ``worker_down_s`` later, then the next one."""
+
+    at_s: float = Field(ge=0.0, le=HORIZON_S)
+    worker_down_s: float = Field(20.0, ge=0.0, le=DAY)
+
+
+class ScheduledDuplicate(_Section):
+    """The queue also hands a spurious copy of the ``delivery``-th delivery (1-based) to the
+    next waiting consumer."""
+
+    delivery: int = Field(ge=1, le=10_000_000)
+
+
+class Kill(_Section):
+    """Hard-kill worker number ``worker`` (1-based) at ``at_s``, wherever it is; it restarts
+    ``down_s`` later."""
+
+    at_s: float = Field(ge=0.0, le=HORIZON_S)
+    worker: int = Field(ge=1, le=1000)
+    down_s: float = Field(30.0, ge=0.0, le=HORIZON_S)
+
+
+class LatencySpike(_Section):
+    """Store calls that start in ``[at_s, at_s + duration_s)`` take ``factor`` times longer."""
+
+    at_s: float = Field(ge=0.0, le=HORIZON_S)
+    duration_s: float = Field(gt=0.0, le=HORIZON_S)
+    factor: float = Field(gt=1.0, le=1_000_000.0)
+
+
+class Faults(_Section):
+    """Worker crashes: a probability per opportunity for each phase (before or after each store
+    call, after the commit before the ack, during the ack), scheduled crashes, rolling
+    deployments, hard kills of one worker at a time; scheduled spurious duplicates; store
+    latency spikes; ``poison_accounts`` whose job crashes its worker on every attempt (phase
+    "poison"); ``scheduler_stalls``: windows [start_s, end_s) in which the scheduler is frozen."""
+
+    crash_before_call: Probability = 0.0
+    crash_after_call: Probability = 0.0
+    crash_after_commit: Probability = 0.0
+    crash_during_ack: Probability = 0.0
+    crashes: Annotated[tuple[ScheduledCrash, ...], Tupled] = ()
+    deployments: Annotated[tuple[Deployment, ...], Tupled] = ()
+    duplicates: Annotated[tuple[ScheduledDuplicate, ...], Tupled] = ()
+    latency_spikes: Annotated[tuple[LatencySpike, ...], Tupled] = ()
+    kills: Annotated[tuple[Kill, ...], Tupled] = ()
+    poison_accounts: Annotated[tuple[Annotated[str, Field(min_length=1, max_length=100)], ...], Tupled] = ()
+    scheduler_stalls: Annotated[tuple[Span, ...], Tupled] = ()
+
+    @field_validator("scheduler_stalls")
+    @classmethod
+    def _stalls_ordered(cls, v: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
+        return _ordered_windows(v)

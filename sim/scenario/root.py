@@ -1,0 +1,76 @@
+"""The whole scenario: the top-level keys, one field per table, and the checks that span
+tables."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from pydantic import Field, field_validator, model_validator
+
+from acksim.scenario.base import HORIZON_S, _Section
+from acksim.scenario.expect import Expect
+from acksim.scenario.fanout import Fanout
+from acksim.scenario.faults import Faults
+from acksim.scenario.mail import Mail
+from acksim.scenario.plan import Plan
+from acksim.scenario.queue import Queue
+from acksim.scenario.run import Run
+from acksim.scenario.scheduler import Scheduler
+from acksim.scenario.slo import Slo
+from acksim.scenario.stores import Stores
+from acksim.scenario.workers import Workers
+from acksim.scenario.workload import Workload
+
+
+class Scenario(_Section):
+    """A whole scenario. ``epoch`` is the wall-clock instant of virtual time 0 (UTC);
+    ``processor`` the code under test, ``package.module:function`` or
+    ``path/to/file.py:function`` (a relative path is taken from the working folder)."""
+
+    name: str = Field("scenario", min_length=1, max_length=200)
+    processor: str = Field("acksim.model.processor:process", min_length=3, max_length=500)
+    seed: int = Field(0, ge=0, le=2**63 - 1)
+    epoch: datetime = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    workload: Workload = Workload()
+    scheduler: Scheduler = Scheduler()
+    queue: Queue = Queue()
+    workers: Workers = Workers()
+    stores: Stores = Stores()
+    faults: Faults = Faults()
+    mail: Mail = Mail()
+    fanout: Fanout = Fanout()
+    slo: Slo = Slo()
+    run: Run = Run()
+    plan: Plan = Plan()
+    expect: Expect | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Scenario":
+        bad_kill = next((k for k in self.faults.kills if k.worker > self.workers.count), None)
+        if bad_kill is not None:
+            raise ValueError(f"faults.kills: worker numbers go from 1 to workers.count ({self.workers.count}), "
+                             f"got {bad_kill.worker}")
+        if self.fanout != Fanout() and not self.fanout.updates:
+            raise ValueError("fanout.updates: set at least 1 to run the fan-out design (its other keys are set)")
+        sched = self.scheduler
+        if sched.mode != "cron" and (self.faults.scheduler_stalls or sched.catchup != "none"
+                                     or sched.misfire_grace_s != HORIZON_S):
+            raise ValueError("scheduler.mode: scheduler_stalls, misfire_grace_s and catchup apply to "
+                             "mode = 'cron' only")
+        known = {a.account_id for a in self.plan.accounts}
+        stranger = next((a for a in self.faults.poison_accounts if known and a not in known), None)
+        if stranger is not None:
+            raise ValueError(f"faults.poison_accounts: {stranger!r} is not in plan.accounts")
+        if self.workers.stop_when_lease_lost and (
+                self.workers.ack_policy == "before_processing" or self.queue.redelivery == "none"):
+            raise ValueError("workers.stop_when_lease_lost: needs a lease to check; not with "
+                             "ack_policy = 'before_processing' or queue.redelivery = 'none'")
+        return self
+
+    @field_validator("epoch")
+    @classmethod
+    def _utc(cls, v: datetime) -> datetime:
+        v = v.replace(tzinfo=timezone.utc) if v.tzinfo is None else v.astimezone(timezone.utc)
+        if not 1970 <= v.year <= 9000:
+            raise ValueError(f"must be a UTC date-time between 1970 and 9000, got {v.isoformat()}")
+        return v

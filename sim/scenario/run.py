@@ -1,0 +1,23 @@
+"""``[run]``: when the world stops, and the guards against runs that never drain or hang."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from acksim.scenario.base import DAY, HORIZON_S, _Section
+
+
+class Run(_Section):
+    """When the world stops: once all planned events have happened and the queue, the
+    workers, the scheduler and the outbox are idle (checked every ``idle_check_s``), or at
+    ``max_time_s``, or once the history holds ``max_records`` records (a crash loop with no
+    dead-letter queue never drains; the summary's ``stopped_early`` count says so).
+    ``step_budget_s``: the wall-clock time the processor may run between two store calls
+    before the run ends with it reported as hung; ``stop_on_processor_error``: end the run at
+    the processor's first error of its own (``acksim check`` sets it; a replay keeps it)."""
+
+    max_time_s: float = Field(30 * DAY, gt=0.0, le=HORIZON_S)
+    idle_check_s: float = Field(10.0, ge=1.0, le=DAY)
+    max_records: int = Field(3_000_000, ge=1000, le=100_000_000)
+    step_budget_s: float = Field(10.0, ge=0.1, le=3600.0)
+    stop_on_processor_error: bool = False

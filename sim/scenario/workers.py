@@ -1,0 +1,35 @@
+"""``[workers]``: the consumers: how many, when they ack, their transactions, conflict retries,
+restarts and service time."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from acksim.scenario.base import DAY, _Section
+
+
+class Workers(_Section):
+    """The consumers. ``ack_policy`` "after_commit" is the reference design;
+    "before_processing" acks on receipt (a known-bad candidate). ``transaction_scope``
+    "unit_of_work" spans the attempt's store calls; "autocommit" commits each call alone.
+    A write conflict is retried in place ``conflict_retries`` times (exponential backoff with
+    full jitter: uniform in ``[0, conflict_backoff_s * 2**n]``), then the message is nacked.
+    ``service_time_mean_s`` adds work of that mean to every delivery, before its unit of work
+    (so it holds no lock), exponential or constant: with zero store latency the workers are
+    the servers of an M/M/c or M/D/c queue. With ``service_time_at`` "first_write" the work
+    comes after the processor's reads, just before its first write (a processor that finds
+    the job stale or done does no work). ``stop_when_lease_lost``: before committing, the
+    worker checks that it still holds the delivery's lease and rolls back if not."""
+
+    count: int = Field(8, ge=1, le=1000)
+    ack_policy: Literal["after_commit", "before_processing"] = "after_commit"
+    transaction_scope: Literal["unit_of_work", "autocommit"] = "unit_of_work"
+    conflict_retries: int = Field(8, ge=0, le=100)
+    conflict_backoff_s: float = Field(0.02, ge=0.0, le=3600.0)
+    restart_delay_s: float = Field(30.0, ge=0.0, le=DAY)
+    service_time_mean_s: float = Field(0.0, ge=0.0, le=DAY)
+    service_time_at: Literal["start", "first_write"] = "start"
+    stop_when_lease_lost: bool = False
+    service_time_distribution: Literal["exponential", "constant"] = "exponential"

@@ -1,0 +1,61 @@
+"""A queue's messages and their loans: the data the queue keeps and hands out.
+
+``Delivery`` is what a consumer receives (one loan of one message, with its receipt);
+``_Message`` the queue's own record of a message (its state, receive count, current loan and
+lease); ``body_bytes`` the size a job's message body takes (checked against
+``queue.max_message_bytes`` at publish, which raises ``MessageTooLarge``).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from acksim.model.job import CleanupJob
+
+
+class MessageTooLarge(ValueError):
+    """A publish whose body exceeds ``queue.max_message_bytes`` (256 KB in the design documents)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One receipt of one message. ``number``: 1-based count of deliveries over the whole run;
+    ``receipt``: this loan's receipt; ``duplicate``: a spurious extra copy (no visibility timer,
+    its ack deletes the message if it still exists)."""
+
+    message_id: int
+    job: CleanupJob
+    deadline_s: float
+    receive_count: int
+    receipt: int
+    number: int
+    duplicate: bool = False
+
+
+class _Message:
+    __slots__ = ("id", "job", "deadline_s", "state", "receive_count", "receipt", "sent_at", "holder",
+                 "received_at", "lease_until", "orphaned", "stalls", "failures")
+
+    def __init__(self, mid: int, job: CleanupJob, deadline_s: float, sent_at: float) -> None:
+        self.id = mid
+        self.job = job
+        self.deadline_s = deadline_s
+        self.state = "delayed"  # delayed | visible | in_flight | dlq | deleted
+        self.receive_count = 0
+        self.receipt = 0
+        self.sent_at = sent_at
+        self.holder = ""  # the consumer of the current loan
+        self.received_at = 0.0
+        self.lease_until = 0.0
+        self.orphaned = False  # its holder died: no more heartbeats
+        self.stalls = 0
+        self.failures = 0
+
+
+def body_bytes(job: CleanupJob, payload_bytes: int = 0) -> int:
+    """Size in bytes of the JSON body the scheduler sends for ``job`` plus ``payload_bytes``
+    of extra payload (a design that ships a player export in the message)."""
+    body = json.dumps({"account_id": job.account_id, "cleanup_version": job.cleanup_version,
+                       "deadline": job.deadline.isoformat()}, separators=(",", ":"))
+    return len(body.encode()) + payload_bytes
