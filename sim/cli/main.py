@@ -130,8 +130,8 @@ def cmd_run(args) -> int:
     if scenario.expect is not None:
         print(replay_verdict(scenario, outcome.history, summary))
     if outcome.final.stopped_early:
-        print(f"acksim: warning: stopped at run.max_records = {scenario.run.max_records} records, "
-              f"at virtual time {outcome.final.end_s:.0f} s, before the pipeline drained", file=sys.stderr)
+        print(f"acksim: warning: stopped early: {outcome.final.stop_reason or 'the processor failed'}",
+              file=sys.stderr)
     broken = [n for n, v in summary["invariants"].items() if not v["holds"]]
     missed = [n for n, v in summary["slo"].items() if v["met"] is False]
     print(f"{'PASS' if ok else 'FAIL'}: {scenario.name} seed {scenario.seed}: "

@@ -21,6 +21,7 @@ import simpy
 from acksim.model.job import Account
 from acksim.model.store_api import DbOptions, OutboxEvent
 from acksim.model.stores import open_database
+from acksim.world.budget import run_guarded
 from acksim.world.faults import FaultPlan, fault_injector, killer
 from acksim.history import History, Record
 from acksim.world.outbox_relay import OutboxRelay
@@ -64,6 +65,7 @@ class FinalState:
     in_flight: tuple[int, ...]
     end_s: float
     stopped_early: bool = False
+    stop_reason: str = ""  # one line: which guard stopped the run early, and why
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +115,9 @@ class World:
         self.workers: list[simpy.Process] = []
         self.step_budget_s = scenario.run.step_budget_s
         self.stop_on_processor_error = scenario.run.stop_on_processor_error
-        self._stopped = False
+        self._stopped = False  # a processor error ended a check's run (``stop_on_processor_error``)
+        self._budget_reason: str | None = None  # ``run.max_events`` / ``max_wall_s`` ran out
+        self._undrained = False  # ``run.max_time_s`` came before the pipeline drained
         self.processor_errors: list[tuple[float, str, int, str]] = []  # (time, worker, message id, traceback)
         self.import_error: str | None = None  # the first ImportError the processor raised, one line
         self.busy: set[str] = set()  # workers holding a delivery (only its size is read)
@@ -154,7 +158,8 @@ class World:
         for at in sorted(sc.queue.redrive_at_s):
             env.process(self._redrive(at))
         try:
-            env.run(until=env.process(self._until_idle()))
+            self._budget_reason = run_guarded(env, env.process(self._until_idle()), sc.run.max_events,
+                                              sc.run.max_wall_s)
         except RunStopped:
             self._stopped = True
         return self.outcome()
@@ -195,11 +200,23 @@ class World:
             yield env.timeout(min(sc.run.idle_check_s, sc.run.max_time_s - env.now))
             if self.progress:
                 self.progress(env.now)
+        self._undrained = not self.over_record_limit
 
     @property
     def over_record_limit(self) -> bool:
         """True once the history holds ``run.max_records`` records: the world stops early."""
         return len(self.history.records) >= self.scenario.run.max_records
+
+    def stop_reason(self) -> str:
+        """One line saying which guard stopped the run before the pipeline drained, or ""."""
+        run = self.scenario.run
+        if self._budget_reason:
+            return self._budget_reason
+        if self.over_record_limit:
+            return f"run.max_records = {run.max_records} records reached by virtual time {self.env.now:.6g} s"
+        if self._undrained:
+            return f"run.max_time_s = {run.max_time_s:g} s reached before the pipeline drained"
+        return ""
 
     def processor_failed(self, when: float, worker: str, message_id: int, error: BaseException | str) -> None:
         """Note an error of the processor's own (kept as its traceback text); with
@@ -217,10 +234,11 @@ class World:
         """Read the stores' committed state through a fresh session."""
         s = self.db.session()
         try:
+            reason = self.stop_reason()
             return FinalState(tuple(s.accounts.all()), tuple(s.cleanup_store.markers()),
                               tuple(s.outbox.events()), self.queue.dead_letter_queue,
                               tuple(self.queue.in_flight()), float(self.env.now),
-                              self.over_record_limit or self._stopped)
+                              bool(reason) or self._stopped, reason)
         finally:
             s.close()
 

@@ -40,6 +40,7 @@ from acksim.model.shipment import Decision, DeliveryTask, ShipmentUpdate, fan_ou
 from acksim.model.shipment_store import SqliteDeliveryRecords, connect
 from acksim.history import History
 from acksim.scenario import Scenario
+from acksim.world.budget import run_guarded
 from acksim.world.core import FinalState, Outcome, scenario_queue, stream
 from acksim.world.faults import FaultPlan, fault_injector, killer, stay_down, store_latency
 from acksim.world.interleave import Attempt, Finished, ProcessorHung, Sleep
@@ -109,6 +110,8 @@ class FanoutWorld:
 
     def __init__(self, scenario: Scenario, processor: Callable | None = None) -> None:
         self.scenario = scenario
+        self._budget_reason: str | None = None  # ``run.max_events`` / ``max_wall_s`` ran out
+        self._undrained = False  # ``run.max_time_s`` came before the pipeline drained
         cfg = scenario.fanout
         self.processor = processor or load_processor(cfg.processor, "fanout.processor", FANOUT_PARAMS)
         self.env = simpy.Environment()
@@ -268,7 +271,8 @@ class FanoutWorld:
             env.process(killer(self, sc.faults.kills))
         if sc.faults.deployments:
             env.process(fault_injector(self, sc.faults.deployments))
-        env.run(until=env.process(self._until_idle()))
+        self._budget_reason = run_guarded(env, env.process(self._until_idle()), sc.run.max_events,
+                                          sc.run.max_wall_s)
         return Outcome(tuple(self.history.records), self.final_state())
 
     def _until_idle(self):
@@ -281,12 +285,17 @@ class FanoutWorld:
             if self.published_all and self.queue.idle and not self.busy and joined:
                 return
             yield env.timeout(min(sc.run.idle_check_s, sc.run.max_time_s - env.now))
+        self._undrained = len(self.history.records) < sc.run.max_records
 
     def final_state(self) -> FinalState:
         """The committed delivery records (as ``markers``: (key, 1)) and the queue's state."""
+        run = self.scenario.run
+        reason = self._budget_reason or (
+            f"run.max_records = {run.max_records} records reached by virtual time {self.env.now:.6g} s"
+            if len(self.history.records) >= run.max_records else
+            f"run.max_time_s = {run.max_time_s:g} s reached before the pipeline drained" if self._undrained else "")
         return FinalState((), tuple((r.key, 1) for r in self._records.all()), (), self.queue.dead_letter_queue,
-                          tuple(self.queue.in_flight()), float(self.env.now),
-                          len(self.history.records) >= self.scenario.run.max_records)
+                          tuple(self.queue.in_flight()), float(self.env.now), bool(reason), reason)
 
     def close(self) -> None:
         """Close every connection and remove the temporary database."""

@@ -239,7 +239,7 @@ class Queue:
     # --- internals -------------------------------------------------------------------------
     def _at(self, delay: float, fn, *args) -> None:
         """Call ``fn(*args)`` ``delay`` virtual seconds from now (a SimPy timeout's callback)."""
-        ev = self.env.timeout(delay)
+        ev = self.env.timeout(delay, getattr(fn, "__name__", "timer"))  # the name tells the budget who
         ev.callbacks.append(lambda _e: fn(*args))
 
     def _log(self, kind: str, actor: str, msg: _Message, rc: int | None, detail: str = "") -> None:

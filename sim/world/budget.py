@@ -1,0 +1,95 @@
+"""The guard on simulated work: a world runs under a budget of SimPy events and of wall
+seconds, so no scenario inside the allowed ranges can hang the tool.
+
+Records alone cannot bound a run: a lease heartbeat every nanosecond or a claimer sweep that
+finds nothing writes no record, yet never lets virtual time move on. The event loop here is
+SimPy's own (``Environment.step``), counted in chunks; when a budget runs out the run stops
+with a one-line reason naming the scenario field whose actor did most of the recent work.
+Like ``run.max_records``, a stopped run is ``stopped_early`` and FAILs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from typing import Mapping
+
+import simpy
+from simpy.core import EmptySchedule, StopSimulation
+
+CHUNK = 10_000  # events between two looks at the budget
+SAMPLE = 2_000  # events looked at to tell which actor spends the budget
+
+# the actor (a process's generator, or a named timer) → the scenario field that sets its pace
+ACTOR_FIELDS: Mapping[str, str] = {
+    "_heartbeat": "queue.heartbeat_interval_s",
+    "_lease_timer": "queue.visibility_timeout_s",
+    "sweeper": "queue.sweep_interval_s",
+    "disconnected": "queue.disconnect_detect_s",
+    "Scheduler.cron": "scheduler.cron_interval_s",
+    "Scheduler._cron_instance": "scheduler.cron_interval_s",
+    "Scheduler._target": "workload.accounts",
+    "OutboxRelay.run": "mail.poll_interval_s",
+    "World._until_idle": "run.idle_check_s",
+    "FanoutWorld._until_idle": "run.idle_check_s",
+    "FanoutWorld._join": "fanout.join_interval_s",
+    "FanoutWorld._publisher": "fanout.update_interval_s",
+    "FanoutWorld._worker": "workers.count",
+    "worker": "workers.count",
+    "_held": "workers.count",
+    "Renewals.run": "workload.accounts",
+    "Renewals._perform": "workload.accounts",
+}
+
+
+def run_guarded(env: simpy.Environment, until: simpy.Event, max_events: int, max_wall_s: float) -> str | None:
+    """Run ``env`` until ``until`` is processed (like ``env.run(until=...)``) or the schedule
+    empties; returns None then, or a one-line reason once ``max_events`` SimPy events (counted
+    in chunks of ``CHUNK``) or ``max_wall_s`` wall seconds are spent. Exceptions of the
+    actors propagate as from ``env.run``."""
+    until.callbacks.append(StopSimulation.callback)
+    step = env.step
+    started = time.monotonic()  # the harness's own wall clock, never the world's
+    done = 0
+    try:
+        while True:
+            for _ in range(CHUNK):
+                step()
+            done += CHUNK
+            if done >= max_events:
+                return (f"run.max_events = {max_events} SimPy events spent by virtual time {env.now:.6g} s"
+                        f"{_culprit(env)}")
+            if time.monotonic() - started > max_wall_s:
+                return (f"run.max_wall_s = {max_wall_s:g} wall seconds spent by virtual time {env.now:.6g} s "
+                        f"({done} events){_culprit(env)}")
+    except (StopSimulation, EmptySchedule):
+        return None
+
+
+def _culprit(env: simpy.Environment) -> str:
+    """``; most of the work: <actor> (set by <field>)`` for the actor behind most of the next
+    ``SAMPLE`` events, found by stepping them and looking at who each one wakes (the run is
+    over anyway; the extra steps are as deterministic as the rest)."""
+    names: Counter = Counter()
+    try:
+        for _ in range(SAMPLE):
+            names[_owner(env._queue[0][3])] += 1
+            env.step()
+    except (StopSimulation, EmptySchedule, IndexError):
+        pass
+    if not names:
+        return ""
+    actor, _count = max(sorted(names.items()), key=lambda item: item[1])
+    field = ACTOR_FIELDS.get(actor)
+    return f"; most of the work: {actor}" + (f" (set by {field})" if field else "")
+
+
+def _owner(event: simpy.Event) -> str:
+    """The name of what an event will wake: a process's generator, or a named timer."""
+    for callback in event.callbacks or ():
+        process = getattr(callback, "__self__", None)
+        if isinstance(process, simpy.Process):
+            return process._generator.__qualname__
+    if isinstance(getattr(event, "_delay", None), (int, float)) and isinstance(event._value, str):
+        return event._value
+    return type(event).__name__
