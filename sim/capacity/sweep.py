@@ -17,7 +17,8 @@ import json
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -133,10 +134,10 @@ def _table(model: type[BaseModel], name: str) -> type[BaseModel] | None:
     field = model.model_fields.get(name)
     if field is None:
         return None
-    for candidate in (field.annotation, *get_args(field.annotation)):
-        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-            return candidate
-    return None
+    annotation = field.annotation
+    if get_origin(annotation) in (Union, UnionType):  # T | None
+        annotation = next((a for a in get_args(annotation) if a is not type(None)), None)
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
 
 
 def run_one(spec: RunSpec) -> dict:

@@ -73,7 +73,7 @@ def point_summary(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
             rec[f"{fig}_threshold"] = math.nan if threshold is None else threshold
             if f"{fig}_met" in group:
                 met = group[f"{fig}_met"].dropna()
-                rec[f"{fig}_met"] = bool(_bools(met).all()) if len(met) and threshold is not None else None
+                rec[f"{fig}_met"] = bool(_bools(met).all()) if len(met) else None
             values = pd.to_numeric(group[fig], errors="coerce").dropna().tolist()
             mean, low, high, clipped = t_interval(values, LEVEL, floor=0.0)
             rec[f"{fig}_mean"], rec[f"{fig}_ci_low"], rec[f"{fig}_ci_high"] = mean, low, high

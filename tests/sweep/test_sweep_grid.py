@@ -43,6 +43,8 @@ def test_a_sweep_expands_to_points_times_seeds(tmp_path):
     ('"workers" = [1]', 'cost = "workers"', "grid.workers: 'workers' is a table; name one of its fields, e.g. workers.count"),
     ('"slo.nope_s" = [1.0]', 'cost = "slo.nope_s"', "grid.slo.nope_s: no scenario field 'slo.nope_s'"),
     ('"nope.count" = [1]', 'cost = "nope.count"', "grid.nope.count: no scenario table 'nope'"),
+    ('"faults.deployments.at_s" = [1.0]', 'cost = "faults.deployments.at_s"',
+     "grid.faults.deployments.at_s: no scenario table 'deployments'"),
     ('"seed" = [1, 2]', 'cost = "seed"', "grid.seed: a sweep cannot vary seed (the replications are the seeds)"),
     ('"slo.recovery_time_max_s" = [-1.0]', 'cost = "slo.recovery_time_max_s"',
      "grid point {'slo.recovery_time_max_s': -1.0}: slo.recovery_time_max_s: Input should be greater than or equal to 0"),
