@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from acksim.capacity.intervals import t_quantile
 from acksim.history import Record
 from acksim.scenario import Scenario, parse
 
@@ -95,13 +96,14 @@ def measure(history: Sequence[Record], c: int) -> QueueMeasures:
 
 def batch_means_half_width(samples: Sequence[float], batches: int = 20) -> float:
     """Half-width of the 95 % confidence interval of the mean of correlated ``samples`` by
-    the method of batch means (Student t with ``batches - 1`` degrees of freedom)."""
-    from scipy import stats
-
+    the method of batch means (Student t with ``batches - 1`` degrees of freedom). Raises
+    ValueError for fewer samples than ``batches``, or fewer than 2 batches."""
+    if batches < 2:
+        raise ValueError(f"batches: need at least 2 batches, got {batches}")
     size = len(samples) // batches
     if size == 0:
         raise ValueError(f"need at least {batches} samples, got {len(samples)}")
     means = [sum(samples[i * size:(i + 1) * size]) / size for i in range(batches)]
     mean = sum(means) / batches
     var = sum((m - mean) ** 2 for m in means) / (batches - 1)
-    return float(stats.t.ppf(0.975, batches - 1) * math.sqrt(var / batches))
+    return t_quantile(0.975, batches - 1) * math.sqrt(var / batches)

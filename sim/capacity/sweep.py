@@ -17,13 +17,18 @@ import json
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from acksim.scenario import ScenarioError, load, parse
+from acksim.scenario import Scenario, ScenarioError, load, parse
 
 Scalar = int | float | bool | str
+# Part of the sweep id: rows of an older layout in runs.csv belong to another sweep (rerun afresh).
+ROW_FORMAT = "rows-2: figure, figure_threshold, figure_met; processor_errors, stopped_early"
+COUNTS: tuple[str, ...] = ("jobs", "crashes", "conflicts", "visibility_expired", "dead_lettered",
+                           "processor_errors", "stopped_early")
 
 
 class SweepSpec(BaseModel):
@@ -70,6 +75,9 @@ def load_sweep(path: str | Path) -> tuple[SweepSpec, list[RunSpec], str]:
     except ValidationError as exc:
         err = exc.errors()[0]
         raise ScenarioError(f"{p}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+    if "seed" in spec.grid:
+        raise ScenarioError(f"{p}: grid.seed: a sweep cannot vary seed (the replications are the seeds); "
+                            "set replications, or the base seed in overrides")
     if spec.cost not in spec.grid:
         raise ScenarioError(f"{p}: cost: {spec.cost!r} is not a grid field ({', '.join(spec.grid)})")
     base = load(p.parent / spec.scenario).model_dump(exclude_none=True)
@@ -87,29 +95,58 @@ def load_sweep(path: str | Path) -> tuple[SweepSpec, list[RunSpec], str]:
             seeded = copy.deepcopy(data)
             seeded["seed"] = base["seed"] + rep
             runs.append(RunSpec(len(runs), point, tuple(zip(keys, values)), seeded["seed"], seeded))
-    sweep_id = hashlib.sha256(json.dumps([spec.model_dump(), base], sort_keys=True, default=str).encode()).hexdigest()[:12]
+    sweep_id = hashlib.sha256(json.dumps([ROW_FORMAT, spec.model_dump(), base], sort_keys=True,
+                                         default=str).encode()).hexdigest()[:12]
     return spec, runs, sweep_id
 
 
 def _set(data: dict, dotted: str, value: Any, where: str) -> None:
+    """Set the scenario field ``dotted`` ("section.key", or a top-level key) of the scenario
+    dict ``data`` to ``value``. A field is valid when the scenario schema has it, whether or
+    not ``data`` sets it: a threshold the base leaves unset, or a table it leaves out, is
+    written in. The value itself is checked by ``parse`` afterwards. Raises ``ScenarioError``
+    (one line, starting with ``where``) for a field the schema does not have, a table named as
+    a field, or a field a sweep cannot vary."""
     if dotted == "queue.preset":  # a preset is a set of defaults; the base has every field set already
         raise ScenarioError(f"{where}: a sweep cannot vary queue.preset (each preset brings its own defaults); "
                             "name it in the scenario, or compare presets with acksim compare")
     *sections, key = dotted.split(".")
+    model: type[BaseModel] = Scenario
     node = data
     for section in sections:
-        if not isinstance(node.get(section), dict):
+        table = _table(model, section)
+        if table is None or section == "expect":
             raise ScenarioError(f"{where}: no scenario table {section!r}")
-        node = node[section]
-    if key not in node:
+        model = table
+        node = node.setdefault(section, {})  # a table the base leaves at its defaults
+    if key not in model.model_fields or key == "expect":
         raise ScenarioError(f"{where}: no scenario field {dotted!r}")
+    table = _table(model, key)
+    if table is not None:
+        raise ScenarioError(f"{where}: {dotted!r} is a table; name one of its fields, "
+                            f"e.g. {dotted}.{next(iter(table.model_fields))}")
     node[key] = value
 
 
+def _table(model: type[BaseModel], name: str) -> type[BaseModel] | None:
+    """The model class of the table ``name`` of ``model`` (``T`` or ``T | None``); None when
+    ``name`` is not a field of ``model`` or not a table."""
+    field = model.model_fields.get(name)
+    if field is None:
+        return None
+    annotation = field.annotation
+    if get_origin(annotation) in (Union, UnionType):  # T | None
+        annotation = next((a for a in get_args(annotation) if a is not type(None)), None)
+    return annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else None
+
+
 def run_one(spec: RunSpec) -> dict:
-    """Run one sweep run and return its row: run, point, seed, the parameters, every SLO
-    figure (value and met), every invariant verdict, ``passed`` and a few counts. A pure
-    function of ``spec`` (picklable, for process pools and Dask workers)."""
+    """Run one sweep run and return its row: ``run``, ``point``, ``seed``, the parameters;
+    per SLO figure (``FIGURES`` order) its value (virtual seconds, counts, per second; None
+    without a sample), ``<figure>_threshold`` (None: not set) and ``<figure>_met`` (None
+    without a threshold); ``holds_<invariant>`` per invariant; ``passed``; and
+    ``count_<name>`` for each of ``COUNTS``. Every row has the same keys. A pure function of
+    ``spec`` (picklable, for process pools and Dask workers)."""
     from acksim.judges.summary import build_summary, passed
     from acksim.world.core import simulate
 
@@ -118,10 +155,11 @@ def run_one(spec: RunSpec) -> dict:
     row: dict = {"run": spec.run, "point": spec.point, "seed": spec.seed, **dict(spec.params)}
     for name, v in summary["slo"].items():
         row[name] = v["value"]
+        row[f"{name}_threshold"] = v["threshold"]
         row[f"{name}_met"] = v["met"]
     for name, v in summary["invariants"].items():
         row[f"holds_{name}"] = v["holds"]
     row["passed"] = passed(summary)
-    for name in ("jobs", "crashes", "conflicts", "visibility_expired", "dead_lettered"):
-        row[f"count_{name}"] = summary["counts"][name]
+    for name in COUNTS:
+        row[f"count_{name}"] = int(summary["counts"].get(name, 0))
     return row

@@ -1,19 +1,27 @@
 """The ``acksim sweep`` command: a capacity-planning grid.
 
-Exit codes: 0 at least one grid point met every SLO (and kept every invariant) in every
-replication; 1 none did; 2 bad input (sweep file, base scenario, executor options).
+Exit codes: 0 at least one grid point passed (kept every invariant and met every SLO) in every
+replication; 1 none did; 2 bad input (sweep file, base scenario, executor options, an optional
+extra that a flag needs and that is not installed).
+
+The optional features need extras, checked before any run: ``--parquet`` needs
+``acksim[parquet]`` (PyArrow), ``--executor dask`` needs ``acksim[dask]``. This module imports
+only the standard library and the sweep file's validation at load time; pandas, NumPy,
+matplotlib and Dask are imported once the runs start, so ``--help`` and bad input are fast.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
-from acksim.report.outdir import check_out_dir, safe_name
-from acksim.scenario import parse
-from acksim.capacity.sweep import load_sweep
-from acksim.capacity.executors import execute
-from acksim.capacity.sweep_report import write_sweep_report
+from acksim.report.outdir import UsageError, check_out_dir, safe_name
+
+EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {  # flag: (extra, modules it installs)
+    "--parquet": ("parquet", ("pyarrow",)),
+    "--executor dask": ("dask", ("dask", "distributed")),
+}
 
 
 def add_sweep_parser(sub) -> None:
@@ -21,35 +29,78 @@ def add_sweep_parser(sub) -> None:
     p = sub.add_parser("sweep", help="run a grid of scenarios (capacity planning)")
     p.add_argument("sweep", help="sweep TOML file")
     p.add_argument("--executor", choices=("local", "dask"), default="local",
-                   help="local process pool over all cores (default) or a Dask cluster")
+                   help="local process pool over all cores (default) or a Dask cluster (needs acksim[dask])")
     p.add_argument("--address", help="Dask scheduler address, e.g. tcp://10.0.0.5:8786 (with --executor dask)")
+    p.add_argument("--parquet", action="store_true",
+                   help="also write runs.parquet (needs acksim[parquet])")
     p.add_argument("--out", help="result folder (default reports/sweep-<sweep file name>); rerunning into "
                                  "the same folder resumes an interrupted sweep")
 
 
+def require_extra(flag: str) -> None:
+    """Raise ``UsageError`` (one line naming ``flag`` and the pip command) when a module of the
+    extra that ``flag`` needs (``EXTRAS``) is not installed. Looks the modules up without
+    importing them."""
+    extra, modules = EXTRAS[flag]
+    if any(_missing(m) for m in modules):
+        raise UsageError(f"{flag} needs the extra acksim[{extra}]: pip install 'acksim[{extra}]'")
+
+
+def _missing(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):  # a blocked import (sys.modules[name] = None) or a broken parent
+        return True
+
+
 def cmd_sweep(args) -> int:
     """Run ``acksim sweep``; returns the exit code."""
-    spec, runs, sweep_id = load_sweep(args.sweep)
-    if args.executor == "dask" and not args.address:
-        from acksim.report.outdir import UsageError
+    from acksim.capacity.sweep import load_sweep
 
-        raise UsageError("--address: the dask executor needs a scheduler address, e.g. tcp://host:8786")
+    if args.parquet:
+        require_extra("--parquet")
+    if args.executor == "dask":
+        require_extra("--executor dask")
+        if not args.address:
+            raise UsageError("--address: the dask executor needs a scheduler address, e.g. tcp://host:8786")
+    spec, runs, sweep_id = load_sweep(args.sweep)
     out = Path(args.out) if args.out is not None else Path("reports") / f"sweep-{safe_name(Path(args.sweep).stem)}"
     if not (out / "runs.csv").is_file():
         check_out_dir(out)
-    thresholds = parse(runs[0].scenario).slo.thresholds()
-    bar = _bar(len(runs))
-    rows = execute(runs, out, sweep_id, args.executor, args.address, progress=bar)
-    result = write_sweep_report(out, rows, list(spec.grid), spec.cost, thresholds, sweep_id)
-    best = result["cheapest"]
+
+    from acksim.capacity.executors import execute
+    from acksim.capacity.sweep_report import write_sweep_report
+
+    rows = execute(runs, out, sweep_id, args.executor, args.address, progress=_bar(len(runs)))
+    result = write_sweep_report(out, rows, list(spec.grid), spec.cost, sweep_id, parquet=args.parquet)
     print(f"acksim sweep: {result['runs']} runs over {result['points']} grid points ({spec.replications} "
           f"replications each), executor {args.executor}; results in {out}")
+    print(verdict_line(result, list(spec.grid)))
+    return 0 if result["cheapest"] is not None else 1
+
+
+def verdict_line(result: dict, params: list[str]) -> str:
+    """The last line of ``acksim sweep``, from the sweep.json content ``result``: the
+    cheapest passing point and whether it is significant, or FAIL with why no point passed
+    (each invariant broken and each threshold missed, with how many points)."""
+    best = result["cheapest"]
     if best is None:
-        print("FAIL: no grid point met every SLO in every replication")
-        return 1
-    params = ", ".join(f"{k} = {best[k]}" for k in spec.grid)
-    print(f"cheapest grid point meeting every SLO: {params}")
-    return 0
+        points = result["points"]
+        fails = result["failures"]
+
+        def listed(counts: dict[str, int]) -> str:
+            return ", ".join(f"{n} ({c} of {points} points)" for n, c in counts.items()) or "none"
+
+        line = (f"FAIL: no grid point passed in every replication; invariants violated: "
+                f"{listed(fails['invariants'])}; SLO thresholds missed: {listed(fails['thresholds'])}")
+        if fails["other"]:
+            line += f"; also: {listed(fails['other'])}"
+        return line
+    line = f"cheapest grid point passing every replication: {', '.join(f'{k} = {best[k]}' for k in params)}"
+    if not best["significant"]:
+        return f"{line} (not significant: {best['note']})"
+    line += f" (significant: every {result['interval']['level']:.0%} interval clears its threshold)"
+    return f"{line}; {best['note']}" if best["note"] else line
 
 
 def _bar(total: int):
