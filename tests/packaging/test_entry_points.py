@@ -27,7 +27,7 @@ def test_the_public_api_is_lazy_and_complete():
     code = ("import sys, acksim; heavy = [m for m in ('pandas', 'matplotlib', 'simpy') if m in sys.modules]; "
             "print(heavy, acksim.load.__module__, acksim.simulate.__module__, acksim.check.__module__)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert result.stdout.split() == ["[]", "acksim.scenario", "acksim.world.core", "acksim.search.api"]
+    assert result.stdout.split() == ["[]", "acksim.scenario.loading", "acksim.world.core", "acksim.search.api"]
 
 
 def test_a_closed_pipe_is_exit_141_without_a_traceback():
