@@ -15,6 +15,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from acksim.report.junit import check_junit_path
 from acksim.report.outdir import UsageError, check_out_dir, safe_name
 from acksim.cli.check import add_check_parser, cmd_check, replay_verdict
 from acksim.cli.compare import add_compare_parser, cmd_compare
@@ -42,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--processor", metavar="REF",
                      help="code under test, package.module:function or path/to/file.py:function "
                           "(default: the scenario's processor, the reference acksim.model.processor:process)")
+    run.add_argument("--junit-xml", metavar="FILE",
+                     help="also write the verdict as JUnit XML: one test case per invariant and SLO figure")
     add_check_parser(sub)
     add_sweep_parser(sub)
     add_compare_parser(sub)
@@ -85,7 +88,8 @@ def _progress_bar(total: float):
 def cmd_run(args) -> int:
     """Run one scenario; returns the exit code."""
     from acksim.report import write_report
-    from acksim.judges.summary import build_summary, passed
+    from acksim.judges.summary import build_summary, passed, reasons_text
+    from acksim.report.junit import run_suite
     from acksim.world.core import World
 
     if args.scenario is None:
@@ -98,6 +102,8 @@ def cmd_run(args) -> int:
     processor = load_processor(args.processor or scenario.processor, "--processor" if args.processor else "processor")
     out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
     check_out_dir(out)
+    if args.junit_xml:
+        check_junit_path(args.junit_xml)
     world = World(scenario, processor)
     update, close = _progress_bar(world._planned_end())
     world.progress = update
@@ -110,7 +116,7 @@ def cmd_run(args) -> int:
         signal.signal(signal.SIGTERM, previous)
         close()
         world.close()
-    summary = build_summary(scenario, outcome)
+    summary = build_summary(scenario, outcome, args.processor)
     write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})",
                  full_timeline=bool(scenario.plan.accounts))
     ok = passed(summary)
@@ -122,12 +128,10 @@ def cmd_run(args) -> int:
     if outcome.final.stopped_early:
         print(f"acksim: warning: stopped at run.max_records = {scenario.run.max_records} records, "
               f"at virtual time {outcome.final.end_s:.0f} s, before the pipeline drained", file=sys.stderr)
-    broken = [n for n, v in summary["invariants"].items() if not v["holds"]]
-    missed = [n for n, v in summary["slo"].items() if v["met"] is False]
-    print(f"{'PASS' if ok else 'FAIL'}: {scenario.name} seed {scenario.seed}: "
-          f"{summary['counts']['jobs']} jobs, {summary['counts']['crashes']} crashes, "
-          f"invariants violated: {', '.join(broken) or 'none'}; SLOs missed: {', '.join(missed) or 'none'}; "
-          f"report: {out}")
+    print(f"{summary['verdict']}: {scenario.name} seed {scenario.seed}: "
+          f"{summary['counts']['jobs']} jobs, {summary['counts']['crashes']} crashes; "
+          f"{reasons_text(summary)}; report: {out}")
+    _junit(args, [run_suite(summary)])
     return 0 if ok else 1
 
 
@@ -135,28 +139,37 @@ def _run_fanout(scenario, args) -> int:
     """``acksim run`` of a scenario with a ``[fanout]`` table: the shipment fan-out design."""
     from acksim.world.fanout import FANOUT_PARAMS, FanoutWorld, build_fanout_summary
     from acksim.report import write_report
-    from acksim.judges.summary import passed
+    from acksim.report.junit import run_suite
+    from acksim.judges.summary import passed, reasons_text
 
     ref, field = (args.processor, "--processor") if args.processor else (scenario.fanout.processor, "fanout.processor")
     processor = load_processor(ref, field, FANOUT_PARAMS)
     out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
     check_out_dir(out)
+    if args.junit_xml:
+        check_junit_path(args.junit_xml)
     world = FanoutWorld(scenario, processor)
     try:
         outcome = world.run()
     finally:
         world.close()
-    summary = build_fanout_summary(scenario, outcome)
+    summary = build_fanout_summary(scenario, outcome, args.processor)
     write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})")
     ok = passed(summary)
-    broken = [n for n, v in summary["invariants"].items() if not v["holds"]]
-    missed = [n for n, v in summary["slo"].items() if v["met"] is False]
     c = summary["counts"]
-    print(f"{'PASS' if ok else 'FAIL'}: {scenario.name} seed {scenario.seed}: {c['updates']} updates x "
-          f"{scenario.fanout.subscribers} subscribers, {c['updates_completed']} complete, {c['crashes']} crashes, "
-          f"invariants violated: {', '.join(broken) or 'none'}; SLOs missed: {', '.join(missed) or 'none'}; "
-          f"report: {out}")
+    print(f"{summary['verdict']}: {scenario.name} seed {scenario.seed}: {c['updates']} updates x "
+          f"{scenario.fanout.subscribers} subscribers, {c['updates_completed']} complete, {c['crashes']} crashes; "
+          f"{reasons_text(summary)}; report: {out}")
+    _junit(args, [run_suite(summary)])
     return 0 if ok else 1
+
+
+def _junit(args, suites) -> None:
+    """Write ``--junit-xml`` when given (``acksim.report.junit``)."""
+    if getattr(args, "junit_xml", None):
+        from acksim.report.junit import write_junit
+
+        write_junit(Path(args.junit_xml), suites)
 
 
 def _terminate(signum, frame):
