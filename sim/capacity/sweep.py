@@ -108,7 +108,8 @@ def _set(data: dict, dotted: str, value: Any, where: str) -> None:
 
 def run_one(spec: RunSpec) -> dict:
     """Run one sweep run and return its row: run, point, seed, the parameters, every SLO
-    figure (value and met), every invariant verdict, ``passed`` and a few counts. A pure
+    figure (value and met), every invariant verdict, ``passed``, the run's ``verdict`` and
+    ``reasons`` (their texts joined by "; ", as summary.json has them) and a few counts. A pure
     function of ``spec`` (picklable, for process pools and Dask workers)."""
     from acksim.judges.summary import build_summary, passed
     from acksim.world.core import simulate
@@ -122,6 +123,8 @@ def run_one(spec: RunSpec) -> dict:
     for name, v in summary["invariants"].items():
         row[f"holds_{name}"] = v["holds"]
     row["passed"] = passed(summary)
+    row["verdict"] = summary["verdict"]
+    row["reasons"] = "; ".join(r["text"] for r in summary["reasons"])
     for name in ("jobs", "crashes", "conflicts", "visibility_expired", "dead_lettered"):
         row[f"count_{name}"] = summary["counts"][name]
     return row

@@ -16,7 +16,9 @@ from acksim.judges.slo import FIGURES
 
 
 def point_summary(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
-    """One row per grid point: the parameters, ``runs``, ``all_passed`` and, per SLO figure,
+    """One row per grid point: the parameters, ``runs``, ``all_passed``, ``verdict`` (PASS when
+    every replication passed) and ``reasons`` ("seed N: <that run's reasons>" for each failed
+    replication, joined by " | "; empty for a pass) and, per SLO figure,
     ``<figure>_met`` (its threshold met in every replication; None without a threshold),
     ``<figure>_mean``, ``_ci_low``, ``_ci_high`` (Student t, 95 %, over replications; the
     interval collapses to the mean for a single replication)."""
@@ -24,6 +26,9 @@ def point_summary(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     for point, group in rows.groupby("point", sort=True):
         rec = {"point": point, **{p: group[p].iloc[0] for p in params}, "runs": len(group),
                "all_passed": bool(group["passed"].astype(bool).all())}
+        rec["verdict"] = "PASS" if rec["all_passed"] else "FAIL"
+        rec["reasons"] = " | ".join(f"seed {seed}: {why}" for seed, ok, why in zip(
+            group["seed"], group["passed"].astype(bool), group.get("reasons", pd.Series([""] * len(group)))) if not ok)
         for fig in FIGURES:
             if fig not in group:
                 continue
