@@ -1,5 +1,5 @@
-"""The command line: ``acksim run [SCENARIO] [--seed N] [--out DIR]``, and the ``check``,
-``sweep``, ``compare`` and ``presets`` commands.
+"""The command line: ``acksim run [SCENARIO] [--seed N] [--out DIR] [--junit-xml FILE]``, and
+the ``check``, ``sweep``, ``compare``, ``presets`` and ``schema`` commands.
 
 Exit codes (fixed, docs/DESIGN.md): 0 every invariant holds and every SLO threshold is met; 1 an
 invariant is violated or a threshold missed; 2 bad input (scenario, arguments), reported as
@@ -48,6 +48,8 @@ def _parser() -> argparse.ArgumentParser:
     add_check_parser(sub)
     add_sweep_parser(sub)
     add_compare_parser(sub)
+    schema = sub.add_parser("schema", help="print the JSON Schema of a scenario file or of summary.json")
+    schema.add_argument("which", choices=("scenario", "summary"), help="scenario or summary")
     presets = sub.add_parser("presets", help="list the queue and scheduler presets, or show one")
     presets.add_argument("name", nargs="?", help="a preset to show with every default and its source")
     return p
@@ -197,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_compare(args)
         if args.command == "presets":
             return cmd_presets(args)
+        if args.command == "schema":
+            from acksim.report.schemas import shipped
+
+            sys.stdout.write(shipped(args.which))
+            return 0
     except (ScenarioError, UsageError) as exc:
         print(f"acksim: error: {exc}", file=sys.stderr)
         return 2
