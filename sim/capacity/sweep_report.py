@@ -28,7 +28,8 @@ def point_summary(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
                "all_passed": bool(group["passed"].astype(bool).all())}
         rec["verdict"] = "PASS" if rec["all_passed"] else "FAIL"
         rec["reasons"] = " | ".join(f"seed {seed}: {why}" for seed, ok, why in zip(
-            group["seed"], group["passed"].astype(bool), group.get("reasons", pd.Series([""] * len(group)))) if not ok)
+            group.get("seed", group["run"]), group["passed"].astype(bool),
+            group.get("reasons", pd.Series([""] * len(group)))) if not ok)
         for fig in FIGURES:
             if fig not in group:
                 continue

@@ -181,7 +181,7 @@ def with_verdict(summary: Mapping[str, Any]) -> dict:
     then the remaining keys in their order."""
     verdict, reasons = judge(summary)
     rest = {k: v for k, v in summary.items() if k not in ("schema_version", "scenario", "seed", "verdict", "reasons")}
-    return {"schema_version": SCHEMA_VERSION, "scenario": summary["scenario"], "seed": summary["seed"],
+    return {"schema_version": SCHEMA_VERSION, "scenario": summary.get("scenario"), "seed": summary.get("seed"),
             "verdict": verdict, "reasons": reasons, **rest}
 
 
@@ -213,11 +213,12 @@ def judge(summary: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
                 note = f", {censored} of {fig['n']} samples censored" if censored else ""
                 reasons.append({"kind": kind, "name": name,
                                 "text": f"{name} ({format_figure(name, fig['value'])} vs {limit}{note})"})
-    errors = summary["counts"].get("processor_errors") or 0
+    counts = summary.get("counts") or {}
+    errors = counts.get("processor_errors") or 0
     if errors:
         reasons.append({"kind": "processor_errors", "name": "processor_errors",
                         "text": f"the processor raised {errors} error(s) of its own"})
-    if summary["counts"].get("stopped_early"):
+    if counts.get("stopped_early"):
         reasons.append({"kind": "stopped_early", "name": "stopped_early",
                         "text": "stopped at run.max_records before the pipeline drained"})
     return ("FAIL" if reasons else "PASS"), reasons
