@@ -87,8 +87,9 @@ def hazard_witnesses(history: Iterable[Record], entries: Sequence[str]) -> int:
 
 def run_preset(scenario: Scenario) -> dict:
     """Run one preset's scenario to the end and judge it; returns its compare.json entry:
-    ``preset``, ``passed``, ``invariants`` {name: holds}, ``violations`` {name: count},
-    ``slo`` {figure: {value, threshold, met}} (virtual seconds, counts), ``counts`` (the
+    ``preset``, ``passed``, ``verdict`` and ``reasons`` (as summary.json has them),
+    ``invariants`` {name: holds}, ``violations`` {name: count},
+    ``slo`` {figure: {value, n, censored, threshold, met}} (virtual seconds, counts), ``counts`` (the
     ``KEY_COUNTS``) and ``hazard`` {text, witnesses}. As ``simulate``, except that a processor
     that hangs ends the run and is judged on what happened (as ``acksim run`` does). Raises
     what ``World`` raises for an impossible configuration."""
@@ -109,6 +110,8 @@ def run_preset(scenario: Scenario) -> dict:
     return {
         "preset": preset.name,
         "passed": passed(summary),
+        "verdict": summary["verdict"],
+        "reasons": summary["reasons"],
         "invariants": {n: v["holds"] for n, v in summary["invariants"].items()},
         "violations": {n: v["violations"] for n, v in summary["invariants"].items()},
         "slo": summary["slo"],
@@ -142,11 +145,13 @@ def comparison(scenarios: Sequence[Scenario], processes: int | None = None) -> d
 def compare_table(result: dict) -> pd.DataFrame:
     """compare.csv as a table, one row per preset in order: ``preset``, ``passed``,
     ``holds_<invariant>`` for each invariant, each SLO figure's value (empty: no sample),
-    ``hazard_witnesses``, then the ``KEY_COUNTS``."""
+    ``hazard_witnesses``, the ``KEY_COUNTS``, then ``verdict`` and ``reasons`` (their texts,
+    joined by "; ")."""
     rows = []
     for entry in result["presets"]:
         rows.append({"preset": entry["preset"], "passed": entry["passed"],
                      **{f"holds_{n}": holds for n, holds in entry["invariants"].items()},
                      **{f: v["value"] for f, v in entry["slo"].items()},
-                     "hazard_witnesses": entry["hazard"]["witnesses"], **entry["counts"]})
+                     "hazard_witnesses": entry["hazard"]["witnesses"], **entry["counts"],
+                     "verdict": entry["verdict"], "reasons": "; ".join(r["text"] for r in entry["reasons"])})
     return pd.DataFrame(rows)

@@ -144,7 +144,8 @@ def run_one(spec: RunSpec) -> dict:
     """Run one sweep run and return its row: ``run``, ``point``, ``seed``, the parameters;
     per SLO figure (``FIGURES`` order) its value (virtual seconds, counts, per second; None
     without a sample), ``<figure>_threshold`` (None: not set) and ``<figure>_met`` (None
-    without a threshold); ``holds_<invariant>`` per invariant; ``passed``; and
+    without a threshold); ``holds_<invariant>`` per invariant; ``passed``; the run's
+    ``verdict`` and ``reasons`` (their texts joined by "; ", as summary.json has them); and
     ``count_<name>`` for each of ``COUNTS``. Every row has the same keys. A pure function of
     ``spec`` (picklable, for process pools and Dask workers)."""
     from acksim.judges.summary import build_summary, passed
@@ -160,6 +161,8 @@ def run_one(spec: RunSpec) -> dict:
     for name, v in summary["invariants"].items():
         row[f"holds_{name}"] = v["holds"]
     row["passed"] = passed(summary)
+    row["verdict"] = summary["verdict"]
+    row["reasons"] = "; ".join(r["text"] for r in summary["reasons"])
     for name in COUNTS:
         row[f"count_{name}"] = int(summary["counts"].get(name, 0))
     return row

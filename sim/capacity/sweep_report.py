@@ -49,8 +49,10 @@ def point_summary(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     ``_ci_low``, ``_ci_high`` (95 % Student t over the replications with a sample, low clipped
     at 0; a single value: the interval is that value), ``_ci_clipped``; and last
     ``crossing_thresholds`` (figures whose interval reaches across their threshold, ";") and
-    ``significant`` (passed, at least 2 replications and nothing crossing). ``rows``: the runs
-    table of ``run_one`` rows (columns it lacks are taken as absent)."""
+    ``significant`` (passed, at least 2 replications and nothing crossing); ``verdict`` (PASS
+    when every replication passed) and ``reasons`` ("seed N: <that run's reasons>" for each
+    failed replication, joined by " | "; empty for a pass). ``rows``: the runs table of
+    ``run_one`` rows (columns it lacks are taken as absent)."""
     import pandas as pd
 
     invariants = [c for c in rows.columns if c.startswith("holds_")]
@@ -59,6 +61,10 @@ def point_summary(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
         passed = group["passed"].astype(bool)
         rec: dict[str, Any] = {"point": point, **{p: group[p].iloc[0] for p in params}, "runs": len(group),
                                "runs_passed": int(passed.sum()), "all_passed": bool(passed.all())}
+        rec["verdict"] = "PASS" if rec["all_passed"] else "FAIL"
+        rec["reasons"] = " | ".join(f"seed {seed}: {why}" for seed, ok, why in zip(
+            group.get("seed", group["run"]), passed,
+            group.get("reasons", pd.Series([""] * len(group)))) if not ok)
         rec["failed_invariants"] = SEPARATOR.join(c.removeprefix("holds_") for c in invariants
                                                   if not group[c].astype(bool).all())
         rec["missed_thresholds"] = SEPARATOR.join(f for f in FIGURES if f"{f}_met" in group

@@ -9,10 +9,12 @@ does not load, a bad scenario or option).
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from acksim.search.check import PROCESSOR_FINDINGS, base_scenario, history_digest, replay_text, run_check, schedule, timeline
+from acksim.search.check import FINDINGS, PROCESSOR_FINDINGS, base_scenario, history_digest, replay_text, run_check, schedule, timeline
 from acksim.judges.hazards import HAZARDS
+from acksim.report.junit import check_junit_path, check_suite, write_junit
 from acksim.report.outdir import UsageError, check_out_dir, safe_name
 from acksim.world.processor_ref import load_processor
 from acksim.report.plots.counterexample import plot_counterexample
@@ -48,6 +50,8 @@ def add_check_parser(sub) -> None:
     p.add_argument("--database", default=".hypothesis/acksim",
                    help="Hypothesis example database folder; earlier counterexamples are tried first")
     p.add_argument("--no-database", action="store_true", help="use no example database")
+    p.add_argument("--junit-xml", metavar="FILE", help="also write the result as JUnit XML: a test case per "
+                                                       "invariant and finding kind, and per hazard window")
 
 
 def cmd_check(args) -> int:
@@ -76,6 +80,8 @@ def cmd_check(args) -> int:
     ref = absolute_ref(ref)  # a replay file must load it from anywhere
     out = Path(args.out)
     check_out_dir(out, replaces=False)  # replay files are added to the folder
+    if args.junit_xml:
+        check_junit_path(args.junit_xml)
     if args.save_corpus:
         check_out_dir(Path(args.save_corpus), replaces=False, flag="--save-corpus")
 
@@ -101,6 +107,8 @@ def cmd_check(args) -> int:
     for line in render_findings(report, written):
         print(line)
     uncovered = report.uncovered
+    if args.junit_xml:
+        write_junit(args.junit_xml, [junit_suite(report, ref, written, args.require_coverage)])
     if report.findings:
         print(f"\nFAIL: {len(report.findings)} kind(s) of finding: {', '.join(report.findings)}")
         return 1
@@ -110,6 +118,17 @@ def cmd_check(args) -> int:
     print(f"\nPASS: no violation in {report.examples} examples" +
           (f"; never hit: {', '.join(uncovered)}" if uncovered else "; every hazard window hit"))
     return 0
+
+
+def junit_suite(report, ref: str, replay_paths: list[Path], require_coverage: bool):
+    """The JUnit suite of a check: a case per finding kind (an invariant, the processor's own
+    error, a hung processor), failing with the finding as ``render_findings`` prints it (the
+    first violation, the shrunk schedule, the timeline, the replay command), and a case per
+    hazard window (failing when never hit under ``--require-coverage``)."""
+    texts = {name: "\n".join(render_findings(replace(report, findings={name: finding}), [path])).strip()
+             for (name, finding), path in zip(report.findings.items(), replay_paths)}
+    return check_suite(f"check {ref}", texts, FINDINGS,
+                       {name: report.coverage[name] for name, _fn in HAZARDS}, require_coverage)
 
 
 def render_findings(report, replay_paths: list[Path]) -> list[str]:

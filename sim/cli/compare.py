@@ -26,6 +26,9 @@ from acksim.scenario import read_data
 from acksim.report import staged
 from acksim.report.plots._canvas import new_figure, to_png
 from acksim.judges.slo import LOWER_BOUND_FIGURES
+from acksim.judges.summary import reasons_text
+from acksim.report.junit import Suite, check_junit_path, summary_cases, write_junit
+from acksim.report.tables import format_figure
 
 
 def add_compare_parser(sub) -> None:
@@ -35,6 +38,8 @@ def add_compare_parser(sub) -> None:
     p.add_argument("--presets", help="comma-separated preset names (default: every preset; acksim presets lists them)")
     p.add_argument("--out", help="report folder (default: reports/compare-<scenario name>)")
     p.add_argument("--seed", type=int, help="override the scenario's seed for every preset (0 .. 2**63-1)")
+    p.add_argument("--junit-xml", metavar="FILE", help="also write the verdicts as JUnit XML: a suite per preset, "
+                                                       "a test case per invariant and SLO figure")
 
 
 def cmd_compare(args) -> int:
@@ -45,23 +50,34 @@ def cmd_compare(args) -> int:
     scenarios = preset_scenarios(read_data(args.scenario), args.scenario, names, args.seed)
     out = Path(args.out) if args.out is not None else Path("reports") / f"compare-{safe_name(scenarios[0].name)}"
     check_out_dir(out, replaces=not (out / "compare.json").is_file())  # an earlier comparison is replaced
+    junit = check_junit_path(args.junit_xml) if args.junit_xml else None
     result = comparison(scenarios)
     write_compare_report(out, result)
     for entry in result["presets"]:
         print(verdict_line(entry))
     print(f"report: {out}")
-    return 0 if all(e["passed"] for e in result["presets"]) else 1
+    if junit is not None:
+        write_junit(junit, junit_suites(result))
+    return 0 if all(e["verdict"] == "PASS" for e in result["presets"]) else 1
 
 
 def verdict_line(entry: dict) -> str:
-    """``PASS: <preset>: invariants violated: ...; SLOs missed: ...; hazard witnesses: N`` (or
-    FAIL), with the processor's own errors when there were any."""
-    broken = [n for n, holds in entry["invariants"].items() if not holds]
-    missed = [n for n, v in entry["slo"].items() if v["met"] is False]
-    errors = entry["counts"]["processor_errors"]
-    return (f"{'PASS' if entry['passed'] else 'FAIL'}: {entry['preset']}: "
-            f"invariants violated: {', '.join(broken) or 'none'}; SLOs missed: {', '.join(missed) or 'none'}; "
-            f"hazard witnesses: {entry['hazard']['witnesses']}" + (f"; processor errors: {errors}" if errors else ""))
+    """``PASS: <preset>: every invariant holds and every SLO threshold is met; hazard
+    witnesses: N``, or ``FAIL: <preset>: <reasons>; hazard witnesses: N``: the preset run's own
+    verdict and reasons (``acksim.judges.summary``), never judged again here."""
+    return f"{entry['verdict']}: {entry['preset']}: {reasons_text(entry)}; hazard witnesses: {entry['hazard']['witnesses']}"
+
+
+def junit_suites(result: dict) -> list[Suite]:
+    """One JUnit suite per preset: a case per invariant and per SLO figure, and the run checks."""
+    suites = []
+    for e in result["presets"]:
+        summary = {"invariants": {n: {"holds": h, "violations": e["violations"][n], "example": None}
+                                  for n, h in e["invariants"].items()},
+                   "slo": e["slo"], "reasons": e["reasons"]}
+        suites.append(Suite(f"{result['scenario']} on {e['preset']}",
+                            tuple(summary_cases(summary, f"{result['scenario']}.{e['preset']}"))))
+    return suites
 
 
 def write_compare_report(out: Path, result: dict) -> list[Path]:
@@ -82,30 +98,35 @@ def write_compare_report(out: Path, result: dict) -> list[Path]:
 
 
 def side_by_side(result: dict) -> pd.DataFrame:
-    """compare.md's table: one column per preset; rows "verdict", each invariant ("holds" or
-    "VIOLATED (n)"), each SLO figure (its value, "missed" when past its threshold, "-" with no
-    sample; the threshold in the row name) and "hazard witnesses"."""
+    """compare.md's table: one column per preset; rows "verdict" (the preset run's own), each
+    invariant ("holds" or "VIOLATED (n)"), each SLO figure (its value, "no sample" without
+    one, "missed" when it misses its threshold; the threshold in the row name; numbers in the
+    report's one format, ``acksim.report.tables.format_figure``) and "hazard witnesses"."""
     columns = {}
     for e in result["presets"]:
-        col = {"verdict": "PASS" if e["passed"] else "FAIL"}
+        col = {"verdict": e["verdict"]}
         for name, holds in e["invariants"].items():
             col[name] = "holds" if holds else f"VIOLATED ({e['violations'][name]})"
         for fig, v in e["slo"].items():
             col[_figure_label(fig, v["threshold"])] = (
-                "-" if v["value"] is None else f"{v['value']:.4g}" + (" missed" if v["met"] is False else ""))
+                ("no sample" if v["value"] is None or v.get("n") == 0 else format_figure(fig, v["value"]))
+                + (" missed" if v["met"] is False else ""))
         col["hazard witnesses"] = str(e["hazard"]["witnesses"])
         columns[e["preset"]] = col
     return pd.DataFrame(columns)
 
 
 def render_markdown(result: dict, plots: list[tuple[str, str]]) -> str:
-    """The text of compare.md: the side-by-side table, each preset's characteristic hazard
+    """The text of compare.md: the side-by-side table, each preset's verdict and reasons (as
+    ``verdict_line`` prints them), each preset's characteristic hazard
     with its witnesses, the plots as links (``plots`` are (file name, caption) pairs)."""
     table = side_by_side(result)
     lines = [f"# acksim compare: {result['scenario']} (seed {result['seed']})", "",
              "The same workload and fault schedule on each queue preset. Times are virtual seconds.", "",
              "| | " + " | ".join(table.columns) + " |", "| --- |" + " --- |" * len(table.columns)]
     lines += [f"| {row} | " + " | ".join(str(c) for c in cells) + " |" for row, cells in table.iterrows()]
+    lines += ["", "## Verdicts", ""]
+    lines += [f"- {verdict_line(e)}" for e in result["presets"]]
     lines += ["", "## Characteristic hazards", ""]
     for e in result["presets"]:
         kinds = ", ".join(f"`{k}`" for k in PRESETS[e["preset"]].hazard_kinds)
@@ -154,7 +175,7 @@ def _bars(names: list[str], values: list, label: str, threshold: float | None = 
         if v is None:
             ax.text(i, 0, "no sample", ha="center", va="bottom", fontsize=8, color="#777777", rotation=90)
     if threshold is not None:
-        ax.axhline(threshold, color="red", linestyle="--", label=f"threshold {threshold:g}")
+        ax.axhline(threshold, color="red", linestyle="--", label=f"threshold {format_figure(label, threshold)}")
         ax.legend(fontsize=8)
     ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
     ax.set_ylabel(label)
@@ -165,4 +186,4 @@ def _bars(names: list[str], values: list, label: str, threshold: float | None = 
 def _figure_label(fig: str, threshold: float | None) -> str:
     if threshold is None:
         return fig
-    return f"{fig} ({'>=' if fig in LOWER_BOUND_FIGURES else '<='} {threshold:g})"
+    return f"{fig} ({'>=' if fig in LOWER_BOUND_FIGURES else '<='} {format_figure(fig, threshold)})"

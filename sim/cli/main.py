@@ -1,5 +1,5 @@
-"""The command line: ``acksim run [SCENARIO] [--seed N] [--out DIR]``, and the ``check``,
-``sweep``, ``compare`` and ``presets`` commands.
+"""The command line: ``acksim run [SCENARIO] [--seed N] [--out DIR] [--junit-xml FILE]``, and
+the ``check``, ``sweep``, ``compare``, ``presets`` and ``schema`` commands.
 
 Exit codes (fixed, docs/DESIGN.md): 0 every invariant holds and every SLO threshold is met; 1 an
 invariant is violated or a threshold missed; 2 bad input (scenario, arguments), reported as
@@ -15,6 +15,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from acksim.report.junit import check_junit_path
 from acksim.report.outdir import UsageError, check_out_dir, safe_name
 from acksim.cli.check import add_check_parser, cmd_check, replay_verdict
 from acksim.cli.compare import add_compare_parser, cmd_compare
@@ -43,9 +44,13 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--processor", metavar="REF",
                      help="code under test, package.module:function or path/to/file.py:function "
                           "(default: the scenario's processor, the reference acksim.model.processor:process)")
+    run.add_argument("--junit-xml", metavar="FILE",
+                     help="also write the verdict as JUnit XML: one test case per invariant and SLO figure")
     add_check_parser(sub)
     add_sweep_parser(sub)
     add_compare_parser(sub)
+    schema = sub.add_parser("schema", help="print the JSON Schema of a scenario file or of summary.json")
+    schema.add_argument("which", choices=("scenario", "summary"), help="scenario or summary")
     presets = sub.add_parser("presets", help="list the queue and scheduler presets, or show one")
     presets.add_argument("name", nargs="?", help="a preset to show with every default and its source")
     return p
@@ -92,7 +97,8 @@ def _progress_bar(total: float):
 def cmd_run(args) -> int:
     """Run one scenario; returns the exit code."""
     from acksim.report import write_report
-    from acksim.judges.summary import build_summary, passed
+    from acksim.judges.summary import build_summary, passed, reasons_text
+    from acksim.report.junit import run_suite
     from acksim.world.core import World
 
     if args.scenario is None:
@@ -105,6 +111,8 @@ def cmd_run(args) -> int:
     processor = load_processor(args.processor or scenario.processor, "--processor" if args.processor else "processor")
     out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
     check_out_dir(out)
+    if args.junit_xml:
+        check_junit_path(args.junit_xml)
     world = World(scenario, processor)
     update, close = _progress_bar(world._planned_end())
     world.progress = update
@@ -120,7 +128,7 @@ def cmd_run(args) -> int:
     if world.import_error is not None:  # a broken environment: no verdict, no report
         raise ScenarioError(f"{'--processor' if args.processor else 'processor'}: the processor raised "
                             f"{world.import_error} while running; install what it imports (exit 2, no verdict)")
-    summary = build_summary(scenario, outcome)
+    summary = build_summary(scenario, outcome, args.processor)
     write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})",
                  full_timeline=bool(scenario.plan.accounts))
     ok = passed(summary)
@@ -132,12 +140,10 @@ def cmd_run(args) -> int:
     if outcome.final.stopped_early:
         print(f"acksim: warning: stopped early: {outcome.final.stop_reason or 'the processor failed'}",
               file=sys.stderr)
-    broken = [n for n, v in summary["invariants"].items() if not v["holds"]]
-    missed = [n for n, v in summary["slo"].items() if v["met"] is False]
-    print(f"{'PASS' if ok else 'FAIL'}: {scenario.name} seed {scenario.seed}: "
-          f"{summary['counts']['jobs']} jobs, {summary['counts']['crashes']} crashes, "
-          f"invariants violated: {', '.join(broken) or 'none'}; SLOs missed: {', '.join(missed) or 'none'}; "
-          f"report: {out}")
+    print(f"{summary['verdict']}: {scenario.name} seed {scenario.seed}: "
+          f"{summary['counts']['jobs']} jobs, {summary['counts']['crashes']} crashes; "
+          f"{reasons_text(summary)}; report: {out}")
+    _junit(args, [run_suite(summary)])
     return 0 if ok else 1
 
 
@@ -146,28 +152,37 @@ def _run_fanout(scenario, args) -> int:
     from acksim.judges.fanout import build_fanout_summary
     from acksim.world.fanout import FANOUT_PARAMS, FanoutWorld
     from acksim.report import write_report
-    from acksim.judges.summary import passed
+    from acksim.report.junit import run_suite
+    from acksim.judges.summary import passed, reasons_text
 
     ref, field = (args.processor, "--processor") if args.processor else (scenario.fanout.processor, "fanout.processor")
     processor = load_processor(ref, field, FANOUT_PARAMS)
     out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
     check_out_dir(out)
+    if args.junit_xml:
+        check_junit_path(args.junit_xml)
     world = FanoutWorld(scenario, processor)
     try:
         outcome = world.run()
     finally:
         world.close()
-    summary = build_fanout_summary(scenario, outcome)
+    summary = build_fanout_summary(scenario, outcome, args.processor)
     write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})")
     ok = passed(summary)
-    broken = [n for n, v in summary["invariants"].items() if not v["holds"]]
-    missed = [n for n, v in summary["slo"].items() if v["met"] is False]
     c = summary["counts"]
-    print(f"{'PASS' if ok else 'FAIL'}: {scenario.name} seed {scenario.seed}: {c['updates']} updates x "
-          f"{scenario.fanout.subscribers} subscribers, {c['updates_completed']} complete, {c['crashes']} crashes, "
-          f"invariants violated: {', '.join(broken) or 'none'}; SLOs missed: {', '.join(missed) or 'none'}; "
-          f"report: {out}")
+    print(f"{summary['verdict']}: {scenario.name} seed {scenario.seed}: {c['updates']} updates x "
+          f"{scenario.fanout.subscribers} subscribers, {c['updates_completed']} complete, {c['crashes']} crashes; "
+          f"{reasons_text(summary)}; report: {out}")
+    _junit(args, [run_suite(summary)])
     return 0 if ok else 1
+
+
+def _junit(args, suites) -> None:
+    """Write ``--junit-xml`` when given (``acksim.report.junit``)."""
+    if getattr(args, "junit_xml", None):
+        from acksim.report.junit import write_junit
+
+        write_junit(Path(args.junit_xml), suites)
 
 
 def _terminate(signum, frame):
@@ -195,6 +210,11 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_compare(args)
         if args.command == "presets":
             return cmd_presets(args)
+        if args.command == "schema":
+            from acksim.report.schemas import shipped
+
+            sys.stdout.write(shipped(args.which))
+            return 0
     except BrokenPipeError:  # the reader of stdout went away (``acksim presets | head -5``)
         _silence_stdout()
         return PIPE_CLOSED

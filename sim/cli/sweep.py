@@ -35,6 +35,8 @@ def add_sweep_parser(sub) -> None:
                    help="also write runs.parquet (needs acksim[parquet])")
     p.add_argument("--out", help="result folder (default reports/sweep-<sweep file name>); rerunning into "
                                  "the same folder resumes an interrupted sweep")
+    p.add_argument("--junit-xml", metavar="FILE", help="also write the verdicts as JUnit XML: a suite per grid "
+                                                       "point, a test case per invariant and SLO figure")
 
 
 def require_extra(flag: str) -> None:
@@ -56,6 +58,7 @@ def _missing(module: str) -> bool:
 def cmd_sweep(args) -> int:
     """Run ``acksim sweep``; returns the exit code."""
     from acksim.capacity.sweep import load_sweep
+    from acksim.report.junit import check_junit_path, write_junit
 
     if args.parquet:
         require_extra("--parquet")
@@ -67,6 +70,7 @@ def cmd_sweep(args) -> int:
     out = Path(args.out) if args.out is not None else Path("reports") / f"sweep-{safe_name(Path(args.sweep).stem)}"
     if not (out / "runs.csv").is_file():
         check_out_dir(out)
+    junit = check_junit_path(args.junit_xml) if args.junit_xml else None
 
     from acksim.capacity.executors import execute
     from acksim.capacity.sweep_report import write_sweep_report
@@ -75,6 +79,10 @@ def cmd_sweep(args) -> int:
     result = write_sweep_report(out, rows, list(spec.grid), spec.cost, sweep_id, parquet=args.parquet)
     print(f"acksim sweep: {result['runs']} runs over {result['points']} grid points ({spec.replications} "
           f"replications each), executor {args.executor}; results in {out}")
+    for line in point_lines(rows, list(spec.grid)):
+        print(line)
+    if junit is not None:
+        write_junit(junit, junit_suites(rows, list(spec.grid)))
     print(verdict_line(result, list(spec.grid)))
     return 0 if result["cheapest"] is not None else 1
 
@@ -101,6 +109,62 @@ def verdict_line(result: dict, params: list[str]) -> str:
         return f"{line} (not significant: {best['note']})"
     line += f" (significant: every {result['interval']['level']:.0%} interval clears its threshold)"
     return f"{line}; {best['note']}" if best["note"] else line
+
+
+def _points(rows, params: list[str]):
+    for point, group in rows.sort_values("run").groupby("point", sort=True):
+        label = ", ".join(f"{k} = {group[k].iloc[0]}" for k in params)
+        yield point, label, group
+
+
+def _reasons(group) -> str:
+    why = group["reasons"] if "reasons" in group else [""] * len(group)
+    return " | ".join(f"seed {seed}: {text}" for seed, ok, text in zip(group["seed"], group["passed"], why) if not ok)
+
+
+def point_lines(rows, params: list[str]) -> list[str]:
+    """One line per grid point: "PASS: point 0 (workers.count = 4): 3 of 3 runs passed", or
+    FAIL with each failed run's seed and reasons, as the runs' own verdicts say."""
+    lines = []
+    for point, label, group in _points(rows, params):
+        ok = int(group["passed"].astype(bool).sum())
+        verdict = "PASS" if ok == len(group) else "FAIL"
+        lines.append(f"{verdict}: point {point} ({label}): {ok} of {len(group)} runs passed"
+                     + (f"; {_reasons(group)}" if ok < len(group) else ""))
+    return lines
+
+
+def junit_suites(rows, params: list[str]) -> list:
+    """One JUnit suite per grid point: a case per invariant (failing when it broke in any
+    replication, naming the seeds), per SLO figure with a threshold (failing when missed in
+    any replication, with the values; skipped without a threshold) and ``verdict`` (the
+    runs' own verdicts, with each failed run's reasons)."""
+    import pandas as pd
+
+    from acksim.judges.slo import FIGURES
+    from acksim.report.junit import Case, Suite
+    from acksim.report.tables import format_figure
+
+    suites = []
+    for point, label, group in _points(rows, params):
+        cls = f"point {point}"
+        cases = []
+        for col in (c for c in group.columns if c.startswith("holds_")):
+            bad = [int(s) for s, h in zip(group["seed"], group[col]) if not bool(h)]
+            cases.append(Case(f"{cls}.invariants", col[len("holds_"):],
+                              f"{col[len('holds_'):]} violated with seed(s) {', '.join(map(str, bad))}" if bad else None))
+        for fig in FIGURES:
+            met = group.get(f"{fig}_met")
+            if met is None or met.isna().all():
+                cases.append(Case(f"{cls}.slo", fig, skipped="no threshold"))
+                continue
+            bad = [(int(s), v) for s, v, m in zip(group["seed"], group[fig], met) if not bool(m)]
+            text = ", ".join(f"seed {s}: {'no sample' if pd.isna(v) else format_figure(fig, float(v))}" for s, v in bad)
+            cases.append(Case(f"{cls}.slo", fig, f"{fig} missed its threshold ({text})" if bad else None))
+        failed = _reasons(group)
+        cases.append(Case(f"{cls}.run", "verdict", failed.split(" | ")[0] if failed else None, failed))
+        suites.append(Suite(f"point {point}: {label}", tuple(cases)))
+    return suites
 
 
 def _bar(total: int):

@@ -91,9 +91,10 @@ FANOUT_INVARIANTS = (("exactly_once_in_effect", exactly_once_in_effect),
                      ("every_update_completes", every_update_completes))
 
 
-def build_fanout_summary(scenario: Scenario, outcome: Outcome) -> dict:
+def build_fanout_summary(scenario: Scenario, outcome: Outcome, processor: str | None = None) -> dict:
     """The summary.json of a fan-out run: the keys of ``acksim.judges.summary.build_summary``, with
-    this design's invariants and counts."""
+    this design's invariants and counts (``processor``: the reference that ran, when not the
+    scenario's)."""
     h = outcome.history
     kinds = Counter(r.kind for r in h)
     invariants = check_all(h, outcome.final, FANOUT_INVARIANTS)
@@ -104,5 +105,7 @@ def build_fanout_summary(scenario: Scenario, outcome: Outcome) -> dict:
               "retries": kinds["nacked"], "dead_lettered": kinds["dead_lettered"], "acks": kinds["acked"],
               "acks_without_delete": kinds["ack_stale"], "conflicts": kinds["tx_rolled_back"],
               "processor_errors": kinds["processor_error"], "stopped_early": int(outcome.final.stopped_early)}
-    return {"scenario": scenario.name, "seed": scenario.seed, "invariants": invariants,
-            "slo": evaluate(figures(h), scenario.slo.thresholds()), "counts": counts}
+    return with_verdict({"scenario": scenario.name, "seed": scenario.seed, "invariants": invariants,
+                         "slo": slo_section(h, scenario.slo.thresholds()), "counts": counts,
+                         "parameters": parameters(scenario, processor),
+                         "stop_reason": outcome.final.stop_reason})

@@ -108,6 +108,32 @@ def recovery_times(history: Sequence[Record]) -> pd.Series:
     return pd.Series(out, dtype=float)
 
 
+def recovery_samples(history: Sequence[Record]) -> tuple[pd.Series, pd.Series]:
+    """``(recovered, censored)``: the recovery times of ``recovery_times`` (messages acked
+    after a failed execution), and for each message that failed and never reached an ack
+    (dead-lettered, dropped, expired, still in flight or waiting at the end) a censored sample:
+    the end of the history minus its first failure, in virtual seconds, a lower bound on a
+    recovery that had not finished when the run ended. Both indexed by message id; a message
+    is in exactly one of them."""
+    recovered = recovery_times(history)
+    first_failure: dict[int, float] = {}
+    copy_holders: set[str] = set()
+    for r in history:  # the same failures as recovery_times counts
+        if r.message_id is None:
+            continue
+        if r.kind == "delivered":
+            (copy_holders.add if r.detail == "duplicate" else copy_holders.discard)(r.actor)
+        elif r.kind == "crashed" and r.actor in copy_holders:
+            continue
+        if r.kind in _FAILURES and r.message_id not in first_failure:
+            first_failure[r.message_id] = r.time
+    acked = {r.message_id for r in history if r.kind == "acked"}
+    end = history[-1].time if history else 0.0
+    censored = {mid: max(0.0, end - t0) for mid, t0 in first_failure.items()
+                if mid not in acked and mid not in recovered.index}
+    return recovered, pd.Series(censored, dtype=float)
+
+
 def end_to_end_latencies(history: Sequence[Record]) -> pd.Series:
     """Per committed cleanup, virtual seconds from its deadline to its commit."""
     return pd.Series(

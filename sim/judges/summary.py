@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from acksim.world.faults import EXTERNAL_PHASES, PHASES
 from acksim.history import LIFECYCLE_KINDS, Record
 from acksim.judges.invariants import AccountReplay, check_all
 from acksim.scenario import Scenario
-from acksim.judges.slo import evaluate, figures
+from acksim.judges.slo import LOWER_BOUND_FIGURES, slo_section
 from acksim.world.core import Outcome
 
 
@@ -130,23 +130,129 @@ def no_op_commits(history: Sequence[Record]) -> dict[str, int]:
     return out
 
 
-def build_summary(scenario: Scenario, outcome: Outcome) -> dict:
-    """``{"scenario", "seed", "invariants", "slo", "counts"}`` for one finished run."""
-    history = outcome.history
+SCHEMA_VERSION = 1  # of summary.json; sim/schemas/summary.schema.json describes it
+
+
+def parameters(scenario: Scenario, processor: str | None = None) -> dict[str, Any]:
+    """The scenario fields a reader needs to know what ran, flat and in display order:
+    the processor reference (``processor`` overrides the scenario's, as ``--processor`` does),
+    the queue preset and its main semantics, workers, stores, workload size and faults."""
+    q, w, st, wl, f = scenario.queue, scenario.workers, scenario.stores, scenario.workload, scenario.faults
+    if scenario.fanout.updates:
+        size = {"fanout.updates": scenario.fanout.updates, "fanout.subscribers": scenario.fanout.subscribers}
+        ref = processor or scenario.fanout.processor
+    else:
+        size = {"workload.accounts": len(scenario.plan.accounts) or wl.accounts}
+        ref = processor or scenario.processor
     return {
-        "scenario": scenario.name,
-        "seed": scenario.seed,
-        "invariants": check_all(history, outcome.final),
-        "slo": evaluate(figures(history), scenario.slo.thresholds()),
-        "counts": {**counts(history), "stopped_early": int(outcome.final.stopped_early)},
+        "processor": ref,
+        "queue.preset": q.preset, "queue.kind": q.kind, "queue.redelivery": q.redelivery,
+        "queue.visibility_timeout_s": q.visibility_timeout_s, "queue.max_receive_count": q.max_receive_count,
+        "workers.count": w.count, "workers.ack_policy": w.ack_policy,
+        "workers.transaction_scope": w.transaction_scope,
+        "stores.backend": st.backend, "stores.isolation": st.isolation,
+        "stores.unique_markers": st.unique_markers, "stores.unique_outbox_keys": st.unique_outbox_keys,
+        **size,
+        "faults.crash_probability": (f.crash_before_call + f.crash_after_call + f.crash_after_commit
+                                     + f.crash_during_ack),
+        "faults.scheduled": len(f.crashes) + len(f.deployments) + len(f.kills) + len(f.duplicates),
     }
 
 
-def passed(summary: dict) -> bool:
-    """True when every invariant holds, no SLO threshold is missed, the processor raised no
-    error of its own (an unexpected exception of the code under test is a finding) and the
-    run was not cut at ``run.max_records`` (a run that never drained cannot be judged)."""
-    return (all(v["holds"] for v in summary["invariants"].values())
-            and all(v["met"] is not False for v in summary["slo"].values())
-            and not summary["counts"].get("processor_errors")
-            and not summary["counts"].get("stopped_early"))
+def build_summary(scenario: Scenario, outcome: Outcome, processor: str | None = None) -> dict:
+    """summary.json for one finished run: ``{"schema_version", "scenario", "seed", "verdict",
+    "reasons", "invariants", "slo", "counts", "parameters", "stop_reason"}`` (see ``with_verdict`` and
+    ``parameters``; ``processor`` is the reference that ran when not the scenario's)."""
+    history = outcome.history
+    return with_verdict({
+        "scenario": scenario.name,
+        "seed": scenario.seed,
+        "invariants": check_all(history, outcome.final),
+        "slo": slo_section(history, scenario.slo.thresholds()),
+        "counts": {**counts(history), "stopped_early": int(outcome.final.stopped_early)},
+        "parameters": parameters(scenario, processor),
+        "stop_reason": outcome.final.stop_reason,
+    })
+
+
+def with_verdict(summary: Mapping[str, Any]) -> dict:
+    """``summary`` (with ``scenario``, ``seed``, ``invariants``, ``slo``, ``counts``) with the
+    verdict added, computed here once for every output: ``schema_version`` first, then
+    ``scenario`` and ``seed``, ``verdict`` ("PASS" or "FAIL") and ``reasons`` (``judge``),
+    then the remaining keys in their order."""
+    verdict, reasons = judge(summary)
+    rest = {k: v for k, v in summary.items() if k not in ("schema_version", "scenario", "seed", "verdict", "reasons")}
+    return {"schema_version": SCHEMA_VERSION, "scenario": summary.get("scenario"), "seed": summary.get("seed"),
+            "verdict": verdict, "reasons": reasons, **rest}
+
+
+def judge(summary: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """``(verdict, reasons)``: "PASS" when there is no reason to fail, else "FAIL". Each
+    reason is ``{"kind", "name", "text"}``, in this order: ``invariant`` (a violated invariant,
+    name and violation count), ``slo`` (a missed threshold: value against threshold),
+    ``no_sample`` (a figure with a threshold and no sample), ``processor_errors`` (the
+    processor raised errors of its own: an unexpected exception of the code under test is a
+    finding; threshold 0, always) and ``stopped_early`` (a guard of ``[run]`` stopped the run
+    before the pipeline drained, as ``stop_reason`` says: a run that never drained cannot be
+    judged)."""
+    from acksim.report.tables import format_figure
+
+    reasons: list[dict[str, Any]] = []
+    for name, inv in summary["invariants"].items():
+        if not inv["holds"]:
+            reasons.append({"kind": "invariant", "name": name, "text": f"{name} ({inv['violations']})"})
+    for kind in ("slo", "no_sample"):
+        for name, fig in summary["slo"].items():
+            if fig["met"] is not False:
+                continue
+            sign = ">=" if name in LOWER_BOUND_FIGURES else "<="
+            limit = f"threshold {sign} {format_figure(name, fig['threshold'])}"
+            empty = fig["value"] is None or fig.get("n", 1) == 0
+            if kind == "no_sample" and empty:
+                reasons.append({"kind": kind, "name": name, "text": f"{name} (no sample, {limit})"})
+            elif kind == "slo" and not empty:
+                censored = fig.get("censored") or 0
+                note = f", {censored} of {fig['n']} samples censored" if censored else ""
+                reasons.append({"kind": kind, "name": name,
+                                "text": f"{name} ({format_figure(name, fig['value'])} vs {limit}{note})"})
+    counts = summary.get("counts") or {}
+    errors = counts.get("processor_errors") or 0
+    if errors:
+        reasons.append({"kind": "processor_errors", "name": "processor_errors",
+                        "text": f"the processor raised {errors} error(s) of its own"})
+    if counts.get("stopped_early"):
+        reasons.append({"kind": "stopped_early", "name": "stopped_early",
+                        "text": f"stopped early: {summary.get('stop_reason') or 'before the pipeline drained'}"})
+    return ("FAIL" if reasons else "PASS"), reasons
+
+
+_GROUPS = (("invariant", "invariants violated"), ("slo", "SLOs missed"), ("no_sample", "no sample"),
+           ("processor_errors", None), ("stopped_early", None))
+PASS_TEXT = "every invariant holds and every SLO threshold is met"
+
+
+def reasons_text(summary: Mapping[str, Any]) -> str:
+    """The reasons of ``summary`` on one line, grouped: "invariants violated: a (2); SLOs
+    missed: x (31.5 s vs threshold <= 10.0 s); no sample: y (...); the processor raised 3
+    error(s) of its own"; ``PASS_TEXT`` when there are none."""
+    reasons = summary["reasons"]
+    parts = []
+    for kind, label in _GROUPS:
+        texts = [r["text"] for r in reasons if r["kind"] == kind]
+        if texts:
+            parts.append(f"{label}: {', '.join(texts)}" if label else "; ".join(texts))
+    return "; ".join(parts) or PASS_TEXT
+
+
+def verdict_line(summary: Mapping[str, Any]) -> str:
+    """``"PASS: " + PASS_TEXT`` or ``"FAIL: " + reasons_text``: the verdict as every output
+    prints it."""
+    return f"{summary['verdict']}: {reasons_text(summary)}"
+
+
+def passed(summary: Mapping[str, Any]) -> bool:
+    """True when the summary's verdict is PASS (see ``judge``): every invariant holds, no SLO
+    threshold is missed or left without a sample, the processor raised no error of its own and
+    the run drained. A summary without a ``verdict`` (built by hand) is judged here."""
+    verdict = summary.get("verdict") or judge(summary)[0]
+    return verdict == "PASS"

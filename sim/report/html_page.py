@@ -41,8 +41,12 @@ def render_html(summary: Mapping[str, Any], plots: Sequence[tuple[str, str, byte
         "<body>",
         f"<h1>{escape(title)}</h1>",
         f"<p>Scenario <code>{escape(str(summary['scenario']))}</code>, "
-        f"seed {escape(str(summary['seed']))}.</p>",
+        f"seed {escape(str(summary['seed']))}"
+        + (f", processor <code>{escape(str(summary['parameters']['processor']))}</code>.</p>"
+           if summary.get("parameters") else ".</p>"),
         f'<p class="verdict {"pass" if passed else "fail"}">Verdict: {escape(line)}</p>',
+        "<h2>Scenario parameters</h2>",
+        _table(tables.PARAMETER_HEADER, tables.parameter_rows(summary)),
         "<h2>Invariants</h2>",
         _table(tables.INVARIANT_HEADER, tables.invariant_rows(summary), example_column=3),
         "<h2>SLO figures</h2>",

@@ -1,6 +1,7 @@
 """report.md: the report as a markdown page, for a terminal, a pull request or a wiki.
 
-Lays out ``tables``: title, scenario and seed, the verdict line, the invariants, SLO and counts
+Lays out ``tables``: title, scenario, seed and processor, the verdict line, the scenario
+parameters that ran, the invariants, SLO and counts
 tables, then the plots as image links relative to the report folder (``plots/<name>.png``).
 """
 
@@ -18,9 +19,14 @@ def render_markdown(summary: Mapping[str, Any], plots: Sequence[tuple[str, str]]
     out = [
         f"# {_inline(title)}",
         "",
-        f"Scenario `{_inline(str(summary['scenario']))}`, seed {summary['seed']}.",
+        f"Scenario `{_inline(str(summary['scenario']))}`, seed {summary['seed']}"
+        + (f", processor `{_inline(str(summary['parameters']['processor']))}`." if summary.get("parameters") else "."),
         "",
         f"**Verdict: {_inline(line)}**",
+        "",
+        "## Scenario parameters",
+        "",
+        *_table(tables.PARAMETER_HEADER, tables.parameter_rows(summary)),
         "",
         "## Invariants",
         "",

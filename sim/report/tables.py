@@ -1,8 +1,8 @@
 """What a report says, independent of how it is laid out.
 
 The markdown and HTML renderers both lay out these rows, so the two pages can never disagree:
-a one-line verdict, an invariants table, an SLO table and a counts table, every cell already
-formatted as text.
+a one-line verdict, a table of the scenario parameters that ran, an invariants table, an SLO
+table and a counts table, every cell already formatted as text.
 """
 
 from __future__ import annotations
@@ -11,31 +11,35 @@ import math
 from typing import Any, Mapping
 
 INVARIANT_HEADER = ("invariant", "holds", "violations", "first counterexample")
-SLO_HEADER = ("figure", "value", "threshold", "met")
+SLO_HEADER = ("figure", "value", "samples", "threshold", "met")
+PARAMETER_HEADER = ("parameter", "value")
 COUNT_HEADER = ("count", "value")
 
 _EXAMPLE_WIDTH = 160
 _DASH = "—"
+NO_SAMPLE = "no sample"
 _PLAIN_NUMBERS = frozenset({"queue_depth_max", "redeliveries", "dead_lettered", "retries_p99"})
+_SHARES = frozenset({"dead_lettered_share"})
 
 
 def verdict(summary: Mapping[str, Any]) -> tuple[bool, str]:
-    """``(passed, line)``: PASS when every invariant holds and no SLO has ``met`` False;
-    otherwise FAIL naming the violated invariants (with their violation counts) and the missed
-    figures (value against threshold)."""
-    broken = [f"{name} ({inv['violations']})"
-              for name, inv in summary["invariants"].items() if not inv["holds"]]
-    missed = [f"{name} ({format_figure(name, slo['value'])} vs threshold "
-              f"{format_figure(name, slo['threshold'])})"
-              for name, slo in summary["slo"].items() if slo["met"] is False]
-    if not broken and not missed:
-        return True, "PASS: every invariant holds and every SLO threshold is met"
-    parts = []
-    if broken:
-        parts.append("invariants violated: " + ", ".join(broken))
-    if missed:
-        parts.append("SLOs missed: " + ", ".join(missed))
-    return False, "FAIL: " + "; ".join(parts)
+    """``(passed, line)`` from the summary's own ``verdict`` and ``reasons`` (computed once, in
+    ``acksim.judges.summary``): "PASS: every invariant holds and every SLO threshold is met", or
+    "FAIL: " and the reasons grouped (violated invariants with their violation counts, missed
+    figures with value against threshold, figures with no sample, the processor's own errors,
+    a run stopped early). A summary without a verdict (built by hand) is judged there first."""
+    from acksim.judges.summary import verdict_line, with_verdict
+
+    if "verdict" not in summary:
+        summary = with_verdict(summary)
+    return summary["verdict"] == "PASS", verdict_line(summary)
+
+
+def parameter_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """One row per scenario parameter that ran (``parameters`` of the summary: the processor
+    reference, the queue preset, workers, stores, workload size, faults); none when the summary
+    has no ``parameters``."""
+    return [(name, str(value)) for name, value in (summary.get("parameters") or {}).items()]
 
 
 def invariant_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
@@ -44,11 +48,21 @@ def invariant_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, str, str]
             for name, inv in summary["invariants"].items()]
 
 
-def slo_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, str, str]]:
-    """One row per SLO figure, in the summary's order: name, value, threshold, yes/no/—."""
-    return [(name, format_figure(name, slo["value"]), format_figure(name, slo["threshold"]),
-             _yes_no(slo["met"]))
-            for name, slo in summary["slo"].items()]
+def slo_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    """One row per SLO figure, in the summary's order: name, value ("no sample" when none),
+    samples (``n``, with "(k censored)" when some are), threshold (with its direction),
+    met: yes, no, "no (no sample)" or "—" without a threshold."""
+    rows = []
+    for name, slo in summary["slo"].items():
+        n = slo.get("n")
+        empty = slo["value"] is None or n == 0
+        censored = slo.get("censored") or 0
+        samples = _DASH if n is None else (f"{n} ({censored} censored)" if censored else str(n))
+        threshold = (_DASH if slo["threshold"] is None else
+                     f"{'>=' if name == 'throughput_per_s' else '<='} {format_figure(name, slo['threshold'])}")
+        met = "no (no sample)" if slo["met"] is False and empty else _yes_no(slo["met"])
+        rows.append((name, NO_SAMPLE if empty else format_figure(name, slo["value"]), samples, threshold, met))
+    return rows
 
 
 def count_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -74,6 +88,8 @@ def format_figure(name: str, value: float | None) -> str:
     v = float(value)
     if name in _PLAIN_NUMBERS:
         return str(int(v)) if v.is_integer() else f"{v:.3g}"
+    if name in _SHARES:
+        return f"{v:.3g}"
     if name == "throughput_per_s":
         return f"{v:.3g} /s"
     if name.endswith("_s"):

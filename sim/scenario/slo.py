@@ -23,6 +23,7 @@ class Slo(_Section):
     oldest_message_age_max_s: float | None = Field(None, ge=0.0)
     redeliveries: float | None = Field(None, ge=0.0)
     dead_lettered: float | None = Field(None, ge=0.0)
+    dead_lettered_share: float | None = Field(None, ge=0.0, le=1.0)  # default 0.5: acksim.judges.slo
     retries_p99: float | None = Field(None, ge=0.0)
 
     def thresholds(self) -> dict[str, float]:

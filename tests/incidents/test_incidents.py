@@ -109,7 +109,7 @@ def test_03_every_run_over_the_cap_is_dead_lettered_after_3_receives(processor):
     assert [r.receive_count for r in of(history, "delivered")] == [1, 2, 3]
     dead = of(history, "dead_lettered")
     assert len(dead) == 1 and dead[0].receive_count == 3 and dead[0].detail == "max_receive_count"
-    assert summary["slo"]["dead_lettered"] == {"value": 1.0, "threshold": 0.0, "met": False}
+    assert summary["slo"]["dead_lettered"] == {"value": 1.0, "n": 1, "censored": 0, "threshold": 0.0, "met": False}
     if processor == "reference":  # each run finds its lease lost and commits nothing
         assert len(of(history, "lease_lost")) == 3 and summary["counts"]["cleanups"] == 0
         assert violated(summary) == set()

@@ -21,7 +21,7 @@ from acksim.report.plots.timeline_window import choose_window
 from acksim.report.summary_json import render_summary_json
 from acksim.report.tables import format_figure, format_seconds, summarise_example, verdict
 from acksim.judges.series import attempt_spans
-from acksim.judges.slo import evaluate, figures
+from acksim.judges.slo import slo_section
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 PLOT_NAMES = ["end_to_end_ecdf.png", "queue_depth.png", "recovery_time.png", "throughput.png",
@@ -65,7 +65,7 @@ def make_summary(history, *, holds=True, thresholds=None) -> dict:
             "no_cleanup_after_renewal": {"holds": True, "violations": 0, "example": None},
             "at_most_once_effect": {"holds": holds, "violations": 0 if holds else 2, "example": example},
         },
-        "slo": evaluate(figures(history), thresholds),
+        "slo": slo_section(history, thresholds),
         "counts": {"jobs": 2, "deliveries": 3, "crashes": 1},
     }
 
@@ -108,7 +108,7 @@ def test_summary_json_round_trips_and_is_indented(report):
     text = (out / "summary.json").read_text()
     assert json.loads(text) == summary
     assert text == json.dumps(summary, indent=2) + "\n"
-    assert list(json.loads(text)) == ["scenario", "seed", "invariants", "slo", "counts"]
+    assert list(json.loads(text)) == ["scenario", "seed", "invariants", "slo", "counts"]  # as given: no verdict added
     assert json.loads(text)["slo"]["recovery_time_max_s"]["value"] == 31.5
 
 
@@ -118,12 +118,13 @@ def test_markdown_has_verdict_tables_and_figure_values(report):
     assert md.startswith("# Small run\n")
     assert "**Verdict: PASS: every invariant holds and every SLO threshold is met**" in md
     # recovery of message 2: crash at 3.5 s, ack at 35.0 s; end to end: 3.0 s and 34.0 s
-    assert "| recovery_time_p99_s | 31.5 s | 120.0 s | yes |" in md
-    assert "| recovery_time_max_s | 31.5 s | — | — |" in md
-    assert "| end_to_end_p50_s | 18.5 s | — | — |" in md
-    assert "| end_to_end_p99_s | 33.7 s | 60.0 s | yes |" in md
-    assert "| throughput_per_s | 0.0588 /s | — | — |" in md  # 2 acks over 34 s
-    assert "| redeliveries | 1 | — | — |" in md
+    assert "| recovery_time_p99_s | 31.5 s | 1 | <= 120.0 s | yes |" in md
+    assert "| recovery_time_max_s | 31.5 s | 1 | — | — |" in md
+    assert "| end_to_end_p50_s | 18.5 s | 2 | — | — |" in md
+    assert "| end_to_end_p99_s | 33.7 s | 2 | <= 60.0 s | yes |" in md
+    assert "| throughput_per_s | 0.0588 /s | 2 | — | — |" in md  # 2 acks over 34 s
+    assert "| redeliveries | 1 | 2 | — | — |" in md
+    assert "| dead_lettered_share | 0 | 2 | <= 0.5 | yes |" in md  # the default threshold
     assert "| at_most_once_effect | yes | 0 | — |" in md
     assert "| crashes | 1 |" in md
     for name in PLOT_NAMES:
@@ -135,7 +136,7 @@ def test_failing_run_says_what_failed(tmp_path, history):
     write_report(tmp_path / "out", summary, history, title="Broken")
     md = (tmp_path / "out" / "report.md").read_text()
     assert ("**Verdict: FAIL: invariants violated: at_most_once_effect (2); "
-            "SLOs missed: recovery_time_p99_s (31.5 s vs threshold 10.0 s)**") in md
+            "SLOs missed: recovery_time_p99_s (31.5 s vs threshold <= 10.0 s)**") in md
     assert ("| at_most_once_effect | no | 2 | account_id='a2', cleanup_version=1, time=34.0, "
             "note='applied \\| twice' |") in md
     html = (tmp_path / "out" / "report.html").read_text()
@@ -272,8 +273,12 @@ def test_empty_history_renders(tmp_path):
     assert [p.relative_to(tmp_path / "out").as_posix() for p in paths] == FILES
     assert (tmp_path / "out" / "events.csv").read_text() == ",".join(COLUMNS) + "\n"
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["slo"]["end_to_end_p50_s"] == {
-        "value": None, "threshold": None, "met": None}
-    assert "| end_to_end_p50_s | — | — | — |" in (tmp_path / "out" / "report.md").read_text()
+        "value": None, "threshold": None, "met": None, "n": 0, "censored": 0}
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "| end_to_end_p50_s | no sample | 0 | — | — |" in md
+    # nothing ran: the default dead_lettered_share threshold has no sample, so the run fails
+    assert "| dead_lettered_share | no sample | 0 | <= 0.5 | no (no sample) |" in md
+    assert "**Verdict: FAIL: no sample: dead_lettered_share (no sample, threshold <= 0.5)**" in md
     for name in PLOT_NAMES:
         assert png_size((tmp_path / "out" / "plots" / name).read_bytes())[0] == 1000
 
@@ -331,7 +336,9 @@ def test_verdict_ignores_unset_thresholds_but_not_missed_ones():
             "slo": {"end_to_end_p99_s": {"value": 5.0, "threshold": None, "met": None}}}
     assert verdict(base)[0] is True
     base["slo"]["end_to_end_p99_s"] = {"value": 5.0, "threshold": 1.0, "met": False}
-    assert verdict(base) == (False, "FAIL: SLOs missed: end_to_end_p99_s (5 s vs threshold 1 s)")
+    assert verdict(base) == (False, "FAIL: SLOs missed: end_to_end_p99_s (5 s vs threshold <= 1 s)")
+    base["slo"]["end_to_end_p99_s"] = {"value": None, "n": 0, "threshold": 1.0, "met": False}
+    assert verdict(base) == (False, "FAIL: no sample: end_to_end_p99_s (no sample, threshold <= 1 s)")
 
 
 # --- worker timeline --------------------------------------------------------------------------

@@ -76,7 +76,7 @@ def test_queue_depth_counts_backlog_and_excludes_delayed_and_nacked_messages():
 def test_thresholds_upper_and_lower_bounds():
     f = figures(HISTORY)
     slo = evaluate(f, {"recovery_time_p99_s": 50.0, "end_to_end_p99_s": 10.0, "throughput_per_s": 1.0})
-    assert slo["recovery_time_p99_s"] == {"value": 57.0, "threshold": 50.0, "met": False}
+    assert slo["recovery_time_p99_s"] == {"value": 57.0, "n": 1, "censored": 0, "threshold": 50.0, "met": False}
     assert slo["end_to_end_p99_s"]["met"] is True
     assert slo["throughput_per_s"]["met"] is False  # a lower bound
     assert slo["queue_depth_max"]["met"] is None
@@ -84,8 +84,9 @@ def test_thresholds_upper_and_lower_bounds():
         evaluate(f, {"latency": 1.0})
 
 
-def test_figures_without_samples_are_none_and_meet_upper_thresholds():
+def test_figures_without_samples_are_none_and_miss_their_thresholds():
     f = figures([])
     assert f["recovery_time_p99_s"] is None and f["throughput_per_s"] is None
     slo = evaluate(f, {"recovery_time_p99_s": 1.0, "throughput_per_s": 1.0})
-    assert slo["recovery_time_p99_s"]["met"] is True and slo["throughput_per_s"]["met"] is False
+    assert slo["recovery_time_p99_s"]["met"] is False and slo["throughput_per_s"]["met"] is False
+    assert slo["recovery_time_p99_s"]["n"] == 0

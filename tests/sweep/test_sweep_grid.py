@@ -223,3 +223,27 @@ def test_the_dask_executor_gives_the_same_rows_as_the_process_pool(tmp_path):
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
         remote = execute(runs, tmp_path / "dask", sweep_id, executor="dask", address=cluster.scheduler_address)
     pd.testing.assert_frame_equal(local, remote)
+
+
+def test_the_sweep_prints_each_points_verdict_and_writes_junit(tmp_path, capsys):
+    import xml.etree.ElementTree as ET
+
+    from acksim.judges.invariants import INVARIANTS
+    from acksim.judges.slo import FIGURES
+
+    grid = '"workers.count" = [1]\n"slo.recovery_time_p99_s" = [0.001, 1000.0]'
+    xml = tmp_path / "sweep.xml"
+    assert main(["sweep", str(sweep_file(tmp_path, grid)), "--out", str(tmp_path / "out"),
+                 "--junit-xml", str(xml)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[1].startswith("FAIL: point 0 (workers.count = 1, slo.recovery_time_p99_s = 0.001): "
+                                 "0 of 2 runs passed; seed 7: recovery_time_p99_s (") and " | seed 8: " in printed[1]
+    assert printed[2] == "PASS: point 1 (workers.count = 1, slo.recovery_time_p99_s = 1000.0): 2 of 2 runs passed"
+    rows = pd.read_csv(tmp_path / "out" / "runs.csv")
+    assert list(rows["verdict"]) == ["FAIL", "FAIL", "PASS", "PASS"]
+    assert rows["reasons"][0].startswith("recovery_time_p99_s (")
+    assert list(pd.read_csv(tmp_path / "out" / "summary.csv")["verdict"]) == ["FAIL", "PASS"]
+    suites = ET.parse(xml).getroot().findall("testsuite")
+    assert [len(s.findall("testcase")) for s in suites] == [len(INVARIANTS) + len(FIGURES) + 1] * 2
+    failed = [[c.get("name") for c in s.findall("testcase") if c.find("failure") is not None] for s in suites]
+    assert failed == [["recovery_time_p99_s", "verdict"], []]
