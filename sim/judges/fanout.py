@@ -14,7 +14,8 @@ from collections import Counter
 
 from acksim.history import Record
 from acksim.judges.invariants import check_all
-from acksim.judges.slo import evaluate, figures
+from acksim.judges.slo import slo_section
+from acksim.judges.summary import parameters, with_verdict
 from acksim.scenario import Scenario
 from acksim.world.core import FinalState, Outcome
 

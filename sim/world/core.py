@@ -22,6 +22,7 @@ from acksim.model.job import Account
 from acksim.model.store_api import DbOptions, OutboxEvent
 from acksim.model.stores import open_database
 from acksim.world.budget import run_guarded
+from acksim.world.cost import refuse_if_too_costly
 from acksim.world.faults import FaultPlan, fault_injector, killer
 from acksim.history import History, Record
 from acksim.world.outbox_relay import OutboxRelay
@@ -84,11 +85,13 @@ class World:
     drawn from the scenario's ``[workload]`` table. ``run.step_budget_s`` and
     ``run.stop_on_processor_error`` of the scenario govern a misbehaving processor. Raises
     ValueError (from the stores) for an impossible store configuration and ``ScenarioError``
-    for a processor reference that cannot be loaded."""
+    for a processor reference that cannot be loaded or a scenario whose estimated cost is over
+    ``run.max_events`` (``acksim.world.cost``)."""
 
     def __init__(self, scenario: Scenario, processor: Callable | None = None,
                  db_path: str | Path | None = None, progress: Callable[[float], None] | None = None,
                  workload: tuple[dict[str, float], list[LifecycleOp]] | None = None) -> None:
+        refuse_if_too_costly(scenario)
         self.scenario = scenario
         self.processor = processor if processor is not None else load_processor(scenario.processor)
         self.progress = progress

@@ -41,6 +41,7 @@ from acksim.model.shipment_store import SqliteDeliveryRecords, connect
 from acksim.history import History
 from acksim.scenario import Scenario
 from acksim.world.budget import run_guarded
+from acksim.world.cost import refuse_if_too_costly
 from acksim.world.core import FinalState, Outcome, scenario_queue, stream
 from acksim.world.faults import FaultPlan, fault_injector, killer, stay_down, store_latency
 from acksim.world.interleave import Attempt, Finished, ProcessorHung, Sleep
@@ -109,6 +110,7 @@ class FanoutWorld:
     overrides ``fanout.processor``. Raises ``ScenarioError`` for a processor that cannot load."""
 
     def __init__(self, scenario: Scenario, processor: Callable | None = None) -> None:
+        refuse_if_too_costly(scenario)
         self.scenario = scenario
         self._budget_reason: str | None = None  # ``run.max_events`` / ``max_wall_s`` ran out
         self._undrained = False  # ``run.max_time_s`` came before the pipeline drained
