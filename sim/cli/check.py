@@ -8,13 +8,14 @@ does not load, a bad scenario or option).
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 
 from acksim.search.check import PROCESSOR_FINDINGS, base_scenario, history_digest, replay_text, run_check, schedule, timeline
 from acksim.judges.hazards import HAZARDS
 from acksim.report.outdir import UsageError, check_out_dir, safe_name
-from acksim.world.processor_ref import load_processor
+from acksim.world.processor_ref import canonical_ref, load_processor, processor_folder
 from acksim.report.plots.counterexample import plot_counterexample
 from acksim.scenario import load
 
@@ -72,8 +73,9 @@ def cmd_check(args) -> int:
             design.setdefault(section, {})[key] = {"on": True, "off": False}.get(value, value)
     base = base_scenario(load(args.scenario) if args.scenario else None, design)
     ref = ref or base.processor
-    processor = load_processor(ref, "--processor")
-    ref = absolute_ref(ref)  # a replay file must load it from anywhere
+    processor = load_processor(ref, "--processor", path=base.processor_path)
+    folder = base.processor_path or processor_folder(ref)
+    ref = canonical_ref(ref)  # a replay file must load it from anywhere
     out = Path(args.out)
     check_out_dir(out, replaces=False)  # replay files are added to the folder
     if args.save_corpus:
@@ -97,7 +99,8 @@ def cmd_check(args) -> int:
     print("hazard windows (examples that hit each):")
     for name, _fn in HAZARDS:
         print(f"  {name:<42} {report.coverage[name]:>6}" + ("   WARNING: never hit" if not report.coverage[name] else ""))
-    written = save_findings(report, ref, out, Path(args.save_corpus) if args.save_corpus else None)
+    written = save_findings(report, ref, out, Path(args.save_corpus) if args.save_corpus else None,
+                            processor_path=folder)
     for line in render_findings(report, written):
         print(line)
     uncovered = report.uncovered
@@ -126,7 +129,7 @@ def render_findings(report, replay_paths: list[Path]) -> list[str]:
         lines += [f"    {line}" for line in schedule(scenario)]
         lines.append("  timeline:")
         lines += [f"    {line}" for line in timeline(result.history)]
-        lines.append(f"  replay: acksim run {path}")
+        lines.append(f"  replay: acksim run {shlex.quote(str(Path(path).resolve()))}")  # verbatim, from any folder
     return lines
 
 
@@ -139,11 +142,9 @@ def describe(base) -> str:
 
 
 def absolute_ref(ref: str) -> str:
-    """A file reference made absolute (module references are left as they are)."""
-    target, _, name = ref.rpartition(":")
-    if target.endswith(".py") or "/" in target:
-        return f"{Path(target).resolve()}:{name}"
-    return ref
+    """A file reference made absolute, an old acksim name replaced by its new one
+    (``acksim.world.processor_ref.canonical_ref``); other module references as they are."""
+    return canonical_ref(ref)
 
 
 def design_tag(scenario) -> str:
@@ -160,12 +161,13 @@ def design_tag(scenario) -> str:
     return "+".join(tags)
 
 
-def save_findings(report, ref: str, out: Path, corpus: Path | None) -> list[Path]:
+def save_findings(report, ref: str, out: Path, corpus: Path | None, processor_path: str | None = None) -> list[Path]:
     """Write one replay file per finding into ``out`` (and ``corpus``), with its timeline as a
-    swimlane PNG beside it in ``out``; returns the replay files' paths."""
+    swimlane PNG beside it in ``out``; returns the replay files' paths. ``processor_path``:
+    the folder the processor's module imports from, recorded in the file (None: none)."""
     paths = []
     for name, (scenario, result) in report.findings.items():
-        text = replay_text(scenario, result, ref)
+        text = replay_text(scenario, result, ref, processor_path)
         module, _, function = ref.rpartition(":")
         short = Path(module).stem if module.endswith(".py") else module
         stem = safe_name("-".join(p for p in (f"{short}.{function}", design_tag(scenario), name) if p))
@@ -178,6 +180,11 @@ def save_findings(report, ref: str, out: Path, corpus: Path | None) -> list[Path
             corpus.mkdir(parents=True, exist_ok=True)
             (corpus / f"{stem}.toml").write_text(text, encoding="utf-8")
     return paths
+
+
+def replay_lines(scenario, history, summary) -> list[str]:
+    """A replay's verdict line (``replay_verdict``), then its text timeline (``timeline``)."""
+    return [replay_verdict(scenario, history, summary), *timeline(history)]
 
 
 def replay_verdict(scenario, history, summary) -> str:

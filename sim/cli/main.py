@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 
 from acksim.report.outdir import UsageError, check_out_dir, safe_name
-from acksim.cli.check import add_check_parser, cmd_check, replay_verdict
+from acksim.cli.check import add_check_parser, cmd_check, replay_lines
 from acksim.cli.compare import add_compare_parser, cmd_compare
 from acksim.cli.sweep import add_sweep_parser, cmd_sweep
 from acksim.world.interleave import ProcessorHung
@@ -95,8 +95,9 @@ def cmd_run(args) -> int:
     scenario = with_overrides(load(args.scenario), seed=args.seed)
     if scenario.fanout.updates:
         return _run_fanout(scenario, args)
-    processor = load_processor(args.processor or scenario.processor, "--processor" if args.processor else "processor")
-    out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
+    processor = load_processor(args.processor or scenario.processor, "--processor" if args.processor else "processor",
+                               path=scenario.processor_path)
+    out = Path(args.out) if args.out is not None else default_out(args.scenario, scenario)
     check_out_dir(out)
     world = World(scenario, processor)
     update, close = _progress_bar(world._planned_end())
@@ -111,14 +112,16 @@ def cmd_run(args) -> int:
         close()
         world.close()
     summary = build_summary(scenario, outcome)
+    replay = replay_lines(scenario, outcome.history, summary) if scenario.expect is not None else []
     write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})",
-                 full_timeline=bool(scenario.plan.accounts))
+                 full_timeline=bool(scenario.plan.accounts), replay=replay,
+                 kind="replay" if replay else "run")
     ok = passed(summary)
     for when, worker, mid, text in world.processor_errors[:1]:
         print(f"acksim: the processor raised an error of its own ({len(world.processor_errors)} in all); "
               f"the first, at {when:.4f} s in {worker} on message {mid}:\n{text.rstrip()}", file=sys.stderr)
-    if scenario.expect is not None:
-        print(replay_verdict(scenario, outcome.history, summary))
+    if replay:
+        print(replay[0])
     if outcome.final.stopped_early:
         print(f"acksim: warning: stopped at run.max_records = {scenario.run.max_records} records, "
               f"at virtual time {outcome.final.end_s:.0f} s, before the pipeline drained", file=sys.stderr)
@@ -131,6 +134,16 @@ def cmd_run(args) -> int:
     return 0 if ok else 1
 
 
+def default_out(scenario_file: str, scenario) -> Path:
+    """Where ``acksim run`` writes without ``--out``: beside a replay file (one with an
+    ``[expect]`` table), in a folder of its own named after it (``<stem>.report``), never the
+    folder of replay files it lives in; else ``reports/<scenario name>``."""
+    if scenario.expect is not None:
+        path = Path(scenario_file)
+        return path.with_name(f"{path.stem}.report")
+    return Path("reports") / safe_name(scenario.name)
+
+
 def _run_fanout(scenario, args) -> int:
     """``acksim run`` of a scenario with a ``[fanout]`` table: the shipment fan-out design."""
     from acksim.world.fanout import FANOUT_PARAMS, FanoutWorld, build_fanout_summary
@@ -138,7 +151,7 @@ def _run_fanout(scenario, args) -> int:
     from acksim.judges.summary import passed
 
     ref, field = (args.processor, "--processor") if args.processor else (scenario.fanout.processor, "fanout.processor")
-    processor = load_processor(ref, field, FANOUT_PARAMS)
+    processor = load_processor(ref, field, FANOUT_PARAMS, path=scenario.processor_path)
     out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
     check_out_dir(out)
     world = FanoutWorld(scenario, processor)

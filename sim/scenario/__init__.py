@@ -510,10 +510,13 @@ class Expect(_Section):
 class Scenario(_Section):
     """A whole scenario. ``epoch`` is the wall-clock instant of virtual time 0 (UTC);
     ``processor`` the code under test, ``package.module:function`` or
-    ``path/to/file.py:function`` (a relative path is taken from the working folder)."""
+    ``path/to/file.py:function`` (in a scenario file, a relative path is taken from the file's
+    folder); ``processor_path`` a folder added to ``sys.path`` to import it from (a replay
+    file records the folder its check ran in), relative to the scenario file's folder."""
 
     name: str = Field("scenario", min_length=1, max_length=200)
     processor: str = Field("acksim.model.processor:process", min_length=3, max_length=500)
+    processor_path: str | None = Field(None, min_length=1, max_length=1000)
     seed: int = Field(0, ge=0, le=2**63 - 1)
     epoch: datetime = datetime(2026, 1, 1, tzinfo=timezone.utc)
     workload: Workload = Workload()
@@ -676,9 +679,12 @@ def load(path: str | Path) -> Scenario:
     """Read and validate a scenario file.
 
     Raises ``ScenarioError`` (one line) for a missing or unreadable file, invalid TOML, an
-    unknown key, a wrong type or an out-of-range value.
+    unknown key, a wrong type or an out-of-range value, and for a file reference or
+    ``processor_path`` that does not exist relative to the file's folder (where they are taken from).
     """
-    return parse(read_data(path), str(Path(path)))
+    from acksim.world.processor_ref import anchor_refs
+
+    return parse(anchor_refs(read_data(path), Path(path).parent, str(Path(path))), str(Path(path)))
 
 
 def with_overrides(scenario: Scenario, seed: int | None = None) -> Scenario:

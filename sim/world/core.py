@@ -79,7 +79,7 @@ class World:
                  db_path: str | Path | None = None, progress: Callable[[float], None] | None = None,
                  workload: tuple[dict[str, float], list[LifecycleOp]] | None = None) -> None:
         self.scenario = scenario
-        self.processor = processor if processor is not None else load_processor(scenario.processor)
+        self.processor = processor if processor is not None else load_processor(scenario.processor, path=scenario.processor_path)
         self.progress = progress
         self.env = simpy.Environment()
         self.history = History(lambda: self.env.now)
