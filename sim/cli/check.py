@@ -81,15 +81,13 @@ def cmd_check(args) -> int:
     if args.save_corpus:
         check_out_dir(Path(args.save_corpus), replaces=False, flag="--save-corpus")
 
-    def progress(n: int) -> None:
-        if sys.stderr.isatty() and n % 25 == 0:
-            print(f"\racksim check: {n} examples", end="", file=sys.stderr, flush=True)
-
-    report = run_check(processor, base, max_examples=args.max_examples, seed=args.seed,
-                       database=None if args.no_database else Path(args.database),
-                       key=f"{ref}|{describe(base)}", progress=progress)
-    if sys.stderr.isatty():
-        print("\r", end="", file=sys.stderr)
+    progress, close = _progress_bar(args.max_examples)
+    try:
+        report = run_check(processor, base, max_examples=args.max_examples, seed=args.seed,
+                           database=None if args.no_database else Path(args.database),
+                           key=f"{ref}|{describe(base)}", progress=progress)
+    finally:
+        close()
     rate = report.examples / report.seconds if report.seconds else 0.0
     print(f"acksim check: {ref} ({describe(base)})")
     print(f"examples run (shrinking included): {report.examples} in {report.seconds:.1f} s "
@@ -113,6 +111,25 @@ def cmd_check(args) -> int:
     print(f"\nPASS: no violation in {report.examples} examples" +
           (f"; never hit: {', '.join(uncovered)}" if uncovered else "; every hazard window hit"))
     return 0
+
+
+def _progress_bar(total: int):
+    """A tqdm bar over examples on a terminal (none otherwise): ``(update(n), close())``.
+    ``total`` is one round's budget; shrinking and later rounds grow it as they go."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="example", desc="checking", file=sys.stderr, leave=False)
+
+    def update(n: int) -> None:
+        if n > bar.total:
+            bar.total = round(n * 1.25)
+            bar.set_description("shrinking, searching on")
+        bar.n = n
+        bar.refresh()
+
+    return update, bar.close
 
 
 def render_findings(report, replay_paths: list[Path]) -> list[str]:
@@ -174,7 +191,8 @@ def save_findings(report, ref: str, out: Path, corpus: Path | None, processor_pa
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{stem}.toml"
         path.write_text(text, encoding="utf-8")
-        (out / f"{stem}.png").write_bytes(plot_counterexample(result.history))  # the timeline, drawn
+        examples = [v["example"] for v in result.verdicts.values() if not v["holds"] and v.get("example")]
+        (out / f"{stem}.png").write_bytes(plot_counterexample(result.history, examples))  # the timeline, drawn
         paths.append(path)
         if corpus is not None:
             corpus.mkdir(parents=True, exist_ok=True)

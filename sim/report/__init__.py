@@ -87,7 +87,8 @@ def staged(out_dir: Path, kind: str = "run") -> Iterator[Path]:
 def _write_files(folder: Path, summary: Mapping[str, Any], history: Sequence[Record],
                  title: str, full_timeline: bool, replay: Sequence[str] = ()) -> list[str]:
     summary_text = render_summary_json(summary)  # first: a malformed summary fails fast
-    plots = render_plots(history, full_timeline)
+    examples = [v["example"] for v in summary["invariants"].values() if not v["holds"] and v.get("example")]
+    plots = render_plots(history, full_timeline, examples)
     plot_links = [(f"{PLOTS_DIR}/{name}", caption) for name, caption, _png in plots]
     files: dict[str, bytes] = {
         "summary.json": summary_text.encode("utf-8"),

@@ -438,3 +438,44 @@ def test_recovery_histogram_of_nearly_equal_times(monkeypatch):
     # times a nanosecond apart once raised "Too many bins for data range" (exit 3)
     monkeypatch.setattr(recovery, "recovery_times", lambda _h: pd.Series([1e6, 1e6 + 1e-9, 1e6]))
     assert recovery.plot_recovery_times([])[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --- a replay's report: the verdict, the timeline, the zoomed counterexample ------------------
+
+def _replay_history() -> list[Record]:
+    return [Record(0.0, 0, "published", "queue", message_id=1, account_id="a1", cleanup_version=1, deadline=10.0,
+                   visible_at=10.0),
+            Record(10.0, 1, "delivered", "worker-1", message_id=1, account_id="a1", cleanup_version=1, receive_count=1),
+            Record(10.002, 2, "renewed", "renewals", account_id="a1", cleanup_version=1),
+            Record(10.007, 3, "cleanup_applied", "worker-1", message_id=1, account_id="a1", cleanup_version=1),
+            Record(10.009, 4, "acked", "worker-1", message_id=1, account_id="a1", cleanup_version=1),
+            Record(120.0, 5, "published", "queue", message_id=2, account_id="a1", cleanup_version=2, deadline=130.0,
+                   visible_at=130.0),
+            Record(130.0, 6, "delivered", "worker-1", message_id=2, account_id="a1", cleanup_version=2,
+                   receive_count=1)]
+
+
+def test_the_counterexample_zooms_from_the_delivery_to_the_ack_after_the_violation():
+    from acksim.report.plots.counterexample import focus_span
+
+    example = {"time": 10.007, "message_id": 1, "account_id": "a1", "cleanup_version": 1}
+    assert focus_span(_replay_history(), [example]) == (10.0, 10.009)
+    assert focus_span(_replay_history(), []) is None
+    errors = [*_replay_history(), Record(130.5, 7, "processor_error", "worker-1", message_id=2)]
+    assert focus_span(errors, []) == (130.0, 130.5)
+
+
+def test_a_replays_report_carries_the_verdict_and_the_timeline(tmp_path):
+    history = _replay_history()
+    summary = make_summary(history)
+    lines = ["replay: reproduced (no violation; same history, record for record)",
+             "     10.0000s  worker-1       delivered          msg 1 a1 v1 receive 1"]
+    write_report(tmp_path / "r", summary, history, title="T", full_timeline=True, replay=lines, kind="replay")
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert md.endswith("\n## Replay\n\nreplay: reproduced (no violation; same history, record for record)\n\n```\n"
+                       "     10.0000s  worker-1       delivered          msg 1 a1 v1 receive 1\n```\n")
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert "<h2>Replay</h2>\n<p>replay: reproduced (no violation; same history, record for record)</p>" in page
+    assert page.index("<h2>Replay</h2>") < page.index("</body>")
+    assert json.loads((tmp_path / "r" / ".acksim-report").read_text())["kind"] == "replay"
+    assert (tmp_path / "r" / "plots" / "counterexample.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
