@@ -8,6 +8,7 @@ does not load, a bad scenario or option).
 
 from __future__ import annotations
 
+import shlex
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -16,7 +17,7 @@ from acksim.search.check import FINDINGS, PROCESSOR_FINDINGS, base_scenario, his
 from acksim.judges.hazards import HAZARDS
 from acksim.report.junit import check_junit_path, check_suite, write_junit
 from acksim.report.outdir import UsageError, check_out_dir, safe_name
-from acksim.world.processor_ref import load_processor
+from acksim.world.processor_ref import canonical_ref, load_processor, processor_folder
 from acksim.report.plots.counterexample import plot_counterexample
 from acksim.scenario import load
 
@@ -76,8 +77,9 @@ def cmd_check(args) -> int:
             design.setdefault(section, {})[key] = {"on": True, "off": False}.get(value, value)
     base = base_scenario(load(args.scenario) if args.scenario else None, design)
     ref = ref or base.processor
-    processor = load_processor(ref, "--processor")
-    ref = absolute_ref(ref)  # a replay file must load it from anywhere
+    processor = load_processor(ref, "--processor", path=base.processor_path)
+    folder = base.processor_path or processor_folder(ref)
+    ref = canonical_ref(ref)  # a replay file must load it from anywhere
     out = Path(args.out)
     check_out_dir(out, replaces=False)  # replay files are added to the folder
     if args.junit_xml:
@@ -85,15 +87,13 @@ def cmd_check(args) -> int:
     if args.save_corpus:
         check_out_dir(Path(args.save_corpus), replaces=False, flag="--save-corpus")
 
-    def progress(n: int) -> None:
-        if sys.stderr.isatty() and n % 25 == 0:
-            print(f"\racksim check: {n} examples", end="", file=sys.stderr, flush=True)
-
-    report = run_check(processor, base, max_examples=args.max_examples, seed=args.seed,
-                       database=None if args.no_database else Path(args.database),
-                       key=f"{ref}|{describe(base)}", progress=progress)
-    if sys.stderr.isatty():
-        print("\r", end="", file=sys.stderr)
+    progress, close = _progress_bar(args.max_examples)
+    try:
+        report = run_check(processor, base, max_examples=args.max_examples, seed=args.seed,
+                           database=None if args.no_database else Path(args.database),
+                           key=f"{ref}|{describe(base)}", progress=progress)
+    finally:
+        close()
     rate = report.examples / report.seconds if report.seconds else 0.0
     print(f"acksim check: {ref} ({describe(base)})")
     print(f"examples run (shrinking included): {report.examples} in {report.seconds:.1f} s "
@@ -103,7 +103,8 @@ def cmd_check(args) -> int:
     print("hazard windows (examples that hit each):")
     for name, _fn in HAZARDS:
         print(f"  {name:<42} {report.coverage[name]:>6}" + ("   WARNING: never hit" if not report.coverage[name] else ""))
-    written = save_findings(report, ref, out, Path(args.save_corpus) if args.save_corpus else None)
+    written = save_findings(report, ref, out, Path(args.save_corpus) if args.save_corpus else None,
+                            processor_path=folder)
     for line in render_findings(report, written):
         print(line)
     uncovered = report.uncovered
@@ -131,6 +132,25 @@ def junit_suite(report, ref: str, replay_paths: list[Path], require_coverage: bo
                        {name: report.coverage[name] for name, _fn in HAZARDS}, require_coverage)
 
 
+def _progress_bar(total: int):
+    """A tqdm bar over examples on a terminal (none otherwise): ``(update(n), close())``.
+    ``total`` is one round's budget; shrinking and later rounds grow it as they go."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="example", desc="checking", file=sys.stderr, leave=False)
+
+    def update(n: int) -> None:
+        if n > bar.total:
+            bar.total = round(n * 1.25)
+            bar.set_description("shrinking, searching on")
+        bar.n = n
+        bar.refresh()
+
+    return update, bar.close
+
+
 def render_findings(report, replay_paths: list[Path]) -> list[str]:
     """Each finding as text: what broke, the shrunk schedule, the timeline, the replay command."""
     lines: list[str] = []
@@ -145,7 +165,7 @@ def render_findings(report, replay_paths: list[Path]) -> list[str]:
         lines += [f"    {line}" for line in schedule(scenario)]
         lines.append("  timeline:")
         lines += [f"    {line}" for line in timeline(result.history)]
-        lines.append(f"  replay: acksim run {path}")
+        lines.append(f"  replay: acksim run {shlex.quote(str(Path(path).resolve()))}")  # verbatim, from any folder
     return lines
 
 
@@ -158,11 +178,9 @@ def describe(base) -> str:
 
 
 def absolute_ref(ref: str) -> str:
-    """A file reference made absolute (module references are left as they are)."""
-    target, _, name = ref.rpartition(":")
-    if target.endswith(".py") or "/" in target:
-        return f"{Path(target).resolve()}:{name}"
-    return ref
+    """A file reference made absolute, an old acksim name replaced by its new one
+    (``acksim.world.processor_ref.canonical_ref``); other module references as they are."""
+    return canonical_ref(ref)
 
 
 def design_tag(scenario) -> str:
@@ -179,24 +197,31 @@ def design_tag(scenario) -> str:
     return "+".join(tags)
 
 
-def save_findings(report, ref: str, out: Path, corpus: Path | None) -> list[Path]:
+def save_findings(report, ref: str, out: Path, corpus: Path | None, processor_path: str | None = None) -> list[Path]:
     """Write one replay file per finding into ``out`` (and ``corpus``), with its timeline as a
-    swimlane PNG beside it in ``out``; returns the replay files' paths."""
+    swimlane PNG beside it in ``out``; returns the replay files' paths. ``processor_path``:
+    the folder the processor's module imports from, recorded in the file (None: none)."""
     paths = []
     for name, (scenario, result) in report.findings.items():
-        text = replay_text(scenario, result, ref)
+        text = replay_text(scenario, result, ref, processor_path)
         module, _, function = ref.rpartition(":")
         short = Path(module).stem if module.endswith(".py") else module
         stem = safe_name("-".join(p for p in (f"{short}.{function}", design_tag(scenario), name) if p))
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{stem}.toml"
         path.write_text(text, encoding="utf-8")
-        (out / f"{stem}.png").write_bytes(plot_counterexample(result.history))  # the timeline, drawn
+        examples = [v["example"] for v in result.verdicts.values() if not v["holds"] and v.get("example")]
+        (out / f"{stem}.png").write_bytes(plot_counterexample(result.history, examples))  # the timeline, drawn
         paths.append(path)
         if corpus is not None:
             corpus.mkdir(parents=True, exist_ok=True)
             (corpus / f"{stem}.toml").write_text(text, encoding="utf-8")
     return paths
+
+
+def replay_lines(scenario, history, summary) -> list[str]:
+    """A replay's verdict line (``replay_verdict``), then its text timeline (``timeline``)."""
+    return [replay_verdict(scenario, history, summary), *timeline(history)]
 
 
 def replay_verdict(scenario, history, summary) -> str:

@@ -24,6 +24,7 @@ from acksim.report.outdir import check_out_dir, safe_name
 from acksim.scenario.presets import PRESETS
 from acksim.scenario import read_data
 from acksim.report import staged
+from acksim.world.processor_ref import anchor_refs
 from acksim.report.plots._canvas import new_figure, to_png
 from acksim.judges.slo import LOWER_BOUND_FIGURES
 from acksim.judges.summary import reasons_text
@@ -47,9 +48,10 @@ def cmd_compare(args) -> int:
     ``ScenarioError`` for bad input (preset names, any preset's scenario, the folder), before
     anything runs or is written."""
     names = preset_names(args.presets)
-    scenarios = preset_scenarios(read_data(args.scenario), args.scenario, names, args.seed)
+    data = anchor_refs(read_data(args.scenario), Path(args.scenario).parent, args.scenario)  # refs from its folder
+    scenarios = preset_scenarios(data, args.scenario, names, args.seed)
     out = Path(args.out) if args.out is not None else Path("reports") / f"compare-{safe_name(scenarios[0].name)}"
-    check_out_dir(out, replaces=not (out / "compare.json").is_file())  # an earlier comparison is replaced
+    check_out_dir(out)  # an earlier comparison (acksim's files only) is replaced
     junit = check_junit_path(args.junit_xml) if args.junit_xml else None
     result = comparison(scenarios)
     write_compare_report(out, result)
@@ -85,7 +87,7 @@ def write_compare_report(out: Path, result: dict) -> list[Path]:
     ``acksim.capacity.compare.comparison`` returns) into a scratch folder beside ``out``, then rename it to
     ``out`` (an existing ``out`` is replaced only once the new report is complete; on any
     failure nothing is left behind). Returns the written paths, sorted."""
-    with staged(out) as staging:
+    with staged(out, kind="compare") as staging:
         plots = render_plots(result)
         files = {"compare.json": (json.dumps(result, indent=2, allow_nan=False) + "\n").encode("utf-8"),
                  "compare.csv": compare_table(result).to_csv(index=False, lineterminator="\n").encode("utf-8"),

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from acksim.report.junit import check_junit_path
 from acksim.report.outdir import UsageError, check_out_dir, safe_name
-from acksim.cli.check import add_check_parser, cmd_check, replay_verdict
+from acksim.cli.check import add_check_parser, cmd_check, replay_lines
 from acksim.cli.compare import add_compare_parser, cmd_compare
 from acksim.cli.sweep import add_sweep_parser, cmd_sweep
 from acksim.world.interleave import ProcessorHung
@@ -108,8 +108,9 @@ def cmd_run(args) -> int:
     scenario = with_overrides(load(args.scenario), seed=args.seed)
     if scenario.fanout.updates:
         return _run_fanout(scenario, args)
-    processor = load_processor(args.processor or scenario.processor, "--processor" if args.processor else "processor")
-    out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
+    processor = load_processor(args.processor or scenario.processor, "--processor" if args.processor else "processor",
+                               path=scenario.processor_path)
+    out = Path(args.out) if args.out is not None else default_out(args.scenario, scenario)
     check_out_dir(out)
     if args.junit_xml:
         check_junit_path(args.junit_xml)
@@ -129,14 +130,16 @@ def cmd_run(args) -> int:
         raise ScenarioError(f"{'--processor' if args.processor else 'processor'}: the processor raised "
                             f"{world.import_error} while running; install what it imports (exit 2, no verdict)")
     summary = build_summary(scenario, outcome, args.processor)
+    replay = replay_lines(scenario, outcome.history, summary) if scenario.expect is not None else []
     write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})",
-                 full_timeline=bool(scenario.plan.accounts))
+                 full_timeline=bool(scenario.plan.accounts), replay=replay,
+                 kind="replay" if replay else "run")
     ok = passed(summary)
     for when, worker, mid, text in world.processor_errors[:1]:
         print(f"acksim: the processor raised an error of its own ({len(world.processor_errors)} in all); "
               f"the first, at {when:.4f} s in {worker} on message {mid}:\n{text.rstrip()}", file=sys.stderr)
-    if scenario.expect is not None:
-        print(replay_verdict(scenario, outcome.history, summary))
+    if replay:
+        print(replay[0])
     if outcome.final.stopped_early:
         print(f"acksim: warning: stopped early: {outcome.final.stop_reason or 'the processor failed'}",
               file=sys.stderr)
@@ -145,6 +148,16 @@ def cmd_run(args) -> int:
           f"{reasons_text(summary)}; report: {out}")
     _junit(args, [run_suite(summary)])
     return 0 if ok else 1
+
+
+def default_out(scenario_file: str, scenario) -> Path:
+    """Where ``acksim run`` writes without ``--out``: beside a replay file (one with an
+    ``[expect]`` table), in a folder of its own named after it (``<stem>.report``), never the
+    folder of replay files it lives in; else ``reports/<scenario name>``."""
+    if scenario.expect is not None:
+        path = Path(scenario_file)
+        return path.with_name(f"{path.stem}.report")
+    return Path("reports") / safe_name(scenario.name)
 
 
 def _run_fanout(scenario, args) -> int:
@@ -156,7 +169,7 @@ def _run_fanout(scenario, args) -> int:
     from acksim.judges.summary import passed, reasons_text
 
     ref, field = (args.processor, "--processor") if args.processor else (scenario.fanout.processor, "fanout.processor")
-    processor = load_processor(ref, field, FANOUT_PARAMS)
+    processor = load_processor(ref, field, FANOUT_PARAMS, path=scenario.processor_path)
     out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
     check_out_dir(out)
     if args.junit_xml:

@@ -131,9 +131,12 @@ def load(path: str | Path) -> Scenario:
     """Read and validate a scenario file.
 
     Raises ``ScenarioError`` (one line) for a missing or unreadable file, invalid TOML, an
-    unknown key, a wrong type or an out-of-range value.
+    unknown key, a wrong type or an out-of-range value, and for a file reference or
+    ``processor_path`` that does not exist relative to the file's folder (where they are taken from).
     """
-    return parse(read_data(path), str(Path(path)))
+    from acksim.world.processor_ref import anchor_refs
+
+    return parse(anchor_refs(read_data(path), Path(path).parent, str(Path(path))), str(Path(path)))
 
 
 def with_overrides(scenario: Scenario, seed: int | None = None) -> Scenario:

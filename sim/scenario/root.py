@@ -25,10 +25,13 @@ from acksim.scenario.workload import Workload
 class Scenario(_Section):
     """A whole scenario. ``epoch`` is the wall-clock instant of virtual time 0 (UTC);
     ``processor`` the code under test, ``package.module:function`` or
-    ``path/to/file.py:function`` (a relative path is taken from the working folder)."""
+    ``path/to/file.py:function`` (in a scenario file, a relative path is taken from the file's
+    folder); ``processor_path`` a folder added to ``sys.path`` to import it from (a replay
+    file records the folder its check ran in), relative to the scenario file's folder."""
 
     name: str = Field("scenario", min_length=1, max_length=200)
     processor: str = Field("acksim.model.processor:process", min_length=3, max_length=500)
+    processor_path: str | None = Field(None, min_length=1, max_length=1000)
     seed: int = Field(0, ge=0, le=2**63 - 1)
     epoch: datetime = datetime(2026, 1, 1, tzinfo=timezone.utc)
     workload: Workload = Workload()

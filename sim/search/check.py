@@ -236,10 +236,14 @@ def schedule(scenario: Scenario) -> list[str]:
     return out
 
 
-def replay_text(scenario: Scenario, result: ExampleResult, processor_ref: str) -> str:
-    """A scenario file that ``acksim run`` reproduces exactly, with what it should show."""
+def replay_text(scenario: Scenario, result: ExampleResult, processor_ref: str,
+                processor_path: str | None = None) -> str:
+    """A scenario file that ``acksim run`` reproduces exactly, from any folder, with what it
+    should show; ``processor_path``: the folder the processor's module imports from."""
     data = scenario.model_dump(exclude_none=True)
     data["processor"] = processor_ref
+    if processor_path is not None:
+        data["processor_path"] = processor_path
     data["expect"] = {
         "violated": [n for n, v in result.verdicts.items() if not v["holds"]],  # as `run` will judge it
         "processor_error": "processor_error" in result.failures or "processor_hung" in result.failures,

@@ -93,7 +93,7 @@ class World:
                  workload: tuple[dict[str, float], list[LifecycleOp]] | None = None) -> None:
         refuse_if_too_costly(scenario)
         self.scenario = scenario
-        self.processor = processor if processor is not None else load_processor(scenario.processor)
+        self.processor = processor if processor is not None else load_processor(scenario.processor, path=scenario.processor_path)
         self.progress = progress
         self.env = simpy.Environment()
         self.history = History(lambda: self.env.now)

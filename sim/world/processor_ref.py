@@ -4,6 +4,19 @@
 The function must accept ``(job, accounts, cleanup_store, outbox)``, the interface of the
 design documents. A reference that cannot be loaded is bad input (``ScenarioError``, exit 2),
 never a verdict on the design.
+
+Where a reference is looked for:
+
+- a module reference imports as ``python -m`` would find it from the current folder: the
+  current folder is added to ``sys.path`` (after what is there, so it never shadows an
+  installed package), and so is a scenario's ``processor_path`` folder (a replay file records
+  the folder its check ran in, so it replays from anywhere);
+- a file reference in a scenario file is taken relative to that file's folder
+  (``anchor_refs``, called by ``acksim.scenario.load``); on the command line, relative to the
+  current folder;
+- the names from before the ``acksim.`` namespace (``model.processor:process``,
+  ``model.candidates:naive``, ``sim....``) still load acksim's code for one release, with a
+  one-line note on stderr, unless a ``model`` (``sim``) package of the user's own is found.
 """
 
 from __future__ import annotations
@@ -24,16 +37,24 @@ FORM = "package.module:function or path/to/file.py:function"
 CLEANUP_PARAMS = ("job", "accounts", "cleanup_store", "outbox")
 
 
-def load_processor(ref: str, field: str = "processor", params: tuple[str, ...] = CLEANUP_PARAMS) -> Callable:
-    """The processor named by ``ref``. Raises ``ScenarioError`` (one line naming ``field``)
-    when the reference is malformed, the module or file cannot be imported (its own error is
-    quoted), the name is missing or not callable, or its signature cannot take the four
-    arguments of the interface (``params``: the cleanup design's four by default)."""
+def load_processor(ref: str, field: str = "processor", params: tuple[str, ...] = CLEANUP_PARAMS,
+                   path: str | None = None) -> Callable:
+    """The processor named by ``ref``, imported with the current folder and ``path`` (a
+    folder, e.g. a scenario's ``processor_path``) on ``sys.path``. Raises ``ScenarioError``
+    (one line naming ``field``) when the reference is malformed, the module or file cannot be
+    imported (its own error is quoted), the name is missing or not callable, or its
+    signature cannot take the four arguments of the interface (``params``: the cleanup
+    design's four by default). An old acksim name prints a deprecation note on stderr."""
     target, sep, name = ref.rpartition(":")
     if not sep or not target or not name.isidentifier():
         raise ScenarioError(f"{field}: expected {FORM}, got {ref!r}")
+    if path is not None:
+        _on_path(path)
+    _on_path(str(Path.cwd()))
+    if not is_file_ref(ref):
+        target = _current_name(target, name)
     try:
-        module = _import_file(target, field) if target.endswith(".py") or "/" in target else importlib.import_module(target)
+        module = _import_file(target, field) if is_file_ref(ref) else importlib.import_module(target)
     except ScenarioError:
         raise
     except BaseException as exc:  # noqa: BLE001 - any import-time failure of user code is bad input
@@ -45,6 +66,124 @@ def load_processor(ref: str, field: str = "processor", params: tuple[str, ...] =
         raise ScenarioError(f"{field}: {target!r} has no attribute {name!r}")
     check_processor(fn, ref, field, params)
     return fn
+
+
+def is_file_ref(ref: str) -> bool:
+    """Whether ``ref`` names a file (``path/to/file.py:function``) rather than a module."""
+    target = ref.rpartition(":")[0]
+    return target.endswith(".py") or "/" in target or "\\" in target
+
+
+def canonical_ref(ref: str) -> str:
+    """``ref`` as a replay file should record it: a file reference made absolute (from the
+    current folder), an old acksim name replaced by its new one (with the note), else as is."""
+    target, sep, name = ref.rpartition(":")
+    if not sep:
+        return ref
+    if is_file_ref(ref):
+        return f"{Path(target).resolve()}:{name}"
+    _on_path(str(Path.cwd()))
+    return f"{_current_name(target, name)}:{name}"
+
+
+def processor_folder(ref: str) -> str | None:
+    """The current folder, when the module reference ``ref`` is found there (the user's own
+    package, imported from where the check runs): a replay file records it as
+    ``processor_path``. None for a file reference, acksim's own code, or a module found
+    elsewhere. Imports nothing."""
+    if is_file_ref(ref):
+        return None
+    top = ref.rpartition(":")[0].split(".")[0]
+    if top == "acksim":
+        return None
+    cwd = Path.cwd().resolve()
+    _on_path(str(cwd))
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    where = [spec.origin] if spec is not None and spec.origin not in (None, "namespace") else \
+        list(getattr(spec, "submodule_search_locations", None) or [])
+    for place in where:
+        if Path(place).resolve().is_relative_to(cwd):
+            return str(cwd)
+    return None
+
+
+def anchor_refs(data: dict, folder: Path, source: str) -> dict:
+    """``data`` (a scenario file's parsed TOML) with its file references (``processor``,
+    ``fanout.processor``) and ``processor_path`` made absolute against ``folder``, the
+    scenario file's folder. Raises ``ScenarioError`` (``source``, the field) when such a file
+    or folder does not exist there. Other values are left for validation."""
+    data = dict(data)
+    fanout = dict(data["fanout"]) if isinstance(data.get("fanout"), dict) else None
+    for table, key, field in ((data, "processor", "processor"), (fanout, "processor", "fanout.processor")):
+        ref = table.get(key) if table is not None else None
+        if not isinstance(ref, str) or not is_file_ref(ref) or ":" not in ref:
+            continue
+        target, _, name = ref.rpartition(":")
+        file = (folder / target).resolve()
+        if not file.is_file():
+            raise ScenarioError(f"{source}: {field}: file {target!r} not found (a relative path is taken "
+                                f"from the scenario file's folder, {folder.resolve()})")
+        table[key] = f"{file}:{name}"
+    if fanout is not None:
+        data["fanout"] = fanout
+    extra = data.get("processor_path")
+    if isinstance(extra, str) and extra:
+        place = (folder / extra).resolve()
+        if not place.is_dir():
+            raise ScenarioError(f"{source}: processor_path: folder {extra!r} not found (a relative path is "
+                                f"taken from the scenario file's folder, {folder.resolve()})")
+        data["processor_path"] = str(place)
+    return data
+
+
+_OLD_NAMES = {"model": "acksim.model", "sim": "acksim"}
+_noted: set[str] = set()
+
+
+def _current_name(target: str, name: str) -> str:
+    """``target`` with an old acksim module name (``model.…``, ``sim.…``) replaced by its new
+    one, unless the user has a ``model`` (``sim``) package of their own; prints the
+    deprecation note once per name. Looks the package up without importing it."""
+    top, dot, rest = target.partition(".")
+    if top not in _OLD_NAMES or _own_package(top, rest):
+        return target
+    new = f"{_OLD_NAMES[top]}{dot}{rest}" if top == "model" else f"acksim.{rest}" if rest else "acksim"
+    if target not in _noted:
+        _noted.add(target)
+        print(f"acksim: note: '{target}:{name}' is now '{new}:{name}'; the old name goes in the next release",
+              file=sys.stderr)
+    return new
+
+
+def _own_package(top: str, rest: str) -> bool:
+    """Whether an importable ``top`` package is the user's own (not acksim's folder)."""
+    import acksim
+
+    acksim_folder = Path(acksim.__file__).resolve().parent
+    ours = Path(importlib.util.find_spec("acksim.model").origin).parent if top == "model" else acksim_folder
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return False
+    if spec is None:
+        return False
+    if spec.origin not in (None, "namespace"):
+        return Path(spec.origin).resolve().parent != ours.resolve()
+    # a namespace package (a bare folder): the user's only if it holds the module named
+    first = rest.split(".")[0]
+    return any((Path(loc) / first).is_dir() or (Path(loc) / f"{first}.py").is_file()
+               for loc in (spec.submodule_search_locations or ()) if first)
+
+
+def _on_path(folder: str) -> None:
+    """Append ``folder`` to ``sys.path`` unless it is there (or, for the current folder, ``''``)."""
+    if folder in sys.path or (folder == str(Path.cwd()) and "" in sys.path):
+        return
+    sys.path.append(folder)
+    importlib.invalidate_caches()
 
 
 def check_processor(fn, name: str, field: str = "processor", params: tuple[str, ...] = CLEANUP_PARAMS) -> None:

@@ -88,3 +88,21 @@ def test_the_pytest_fixture_checks_a_processor_in_a_users_suite(pytester):
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*acksim found no_cleanup_after_renewal in acksim.model.candidates:no_renewed_check*",
                                  "*replay: acksim run *acksim-replays*"])
+
+
+def test_on_a_terminal_check_shows_a_tqdm_bar_and_elsewhere_none(tmp_path, monkeypatch, capsys):
+    import io
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr("sys.stderr", Tty())
+    import sys
+
+    assert main(["check", "--max-examples", "20", "--no-database", "--out", str(tmp_path / "c")]) == 0
+    err = sys.stderr.getvalue()
+    assert "checking: " in err and "20/20" in err and "example/s" in err
+    monkeypatch.undo()
+    assert main(["check", "--max-examples", "20", "--no-database", "--out", str(tmp_path / "c")]) == 0
+    assert capsys.readouterr().err == ""

@@ -247,9 +247,12 @@ def test_pool_and_loop_give_the_same_bytes_and_a_rerun_replaces_the_report(tmp_p
     for name in ("compare.json", "compare.csv", "compare.md", "plots/hazard_witnesses.png"):
         assert (tmp_path / "pool" / name).read_bytes() == (tmp_path / "loop" / name).read_bytes() \
             == (first / name).read_bytes(), name
-    (tmp_path / "loop" / "stale.txt").write_text("old")
+    (tmp_path / "loop" / "mine.txt").write_text("not acksim's")
+    assert main(["compare", str(CLEANUP), "--presets", "cron", "--out", str(tmp_path / "loop")]) == 2
+    assert (tmp_path / "loop" / "mine.txt").read_text() == "not acksim's"  # never deleted
+    (tmp_path / "loop" / "mine.txt").unlink()
     assert main(["compare", str(CLEANUP), "--presets", "cron", "--out", str(tmp_path / "loop")]) == 1
-    assert not (tmp_path / "loop" / "stale.txt").exists()
+    assert json.loads((tmp_path / "loop" / ".acksim-report").read_text())["kind"] == "compare"
     assert [e["preset"] for e in json.loads((tmp_path / "loop" / "compare.json").read_text())["presets"]] == ["cron"]
 
 

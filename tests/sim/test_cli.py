@@ -19,7 +19,7 @@ def test_run_writes_the_report_and_exits_0(tmp_path, capsys):
     assert main(["run", SMOKE, "--out", str(out)]) == 0
     assert capsys.readouterr().out.startswith("PASS: smoke seed 7: ")
     names = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    assert names == ["events.csv", "plots/end_to_end_ecdf.png", "plots/queue_depth.png",
+    assert names == [".acksim-report", "events.csv", "plots/end_to_end_ecdf.png", "plots/queue_depth.png",
                      "plots/recovery_time.png", "plots/throughput.png", "plots/worker_timeline.png",
                      "report.html", "report.md", "summary.json"]
     summary = json.loads((out / "summary.json").read_text())
@@ -120,7 +120,7 @@ def test_out_refuses_a_folder_that_is_not_a_report(tmp_path, capsys):
     keep.mkdir()
     (keep / "notes.txt").write_text("precious")
     assert main(["run", SMOKE, "--out", str(keep)]) == 2
-    assert "holds no acksim report (no summary.json)" in capsys.readouterr().err
+    assert "holds no acksim report (no .acksim-report)" in capsys.readouterr().err
     assert (keep / "notes.txt").read_text() == "precious"
     assert main(["run", SMOKE, "--out", str(keep / "notes.txt")]) == 2
     assert "exists and is not a folder" in capsys.readouterr().err

@@ -16,6 +16,7 @@ import acksim.report
 import acksim.report.plots
 from acksim.history import COLUMNS, Record
 from acksim.report import write_report
+from acksim.report.outdir import UsageError
 from acksim.report.plots.timeline import choose_lanes, clock, natural_key, plot_worker_timeline
 from acksim.report.plots.timeline_window import choose_window
 from acksim.report.summary_json import render_summary_json
@@ -94,7 +95,9 @@ def png_size(data: bytes) -> tuple[int, int]:
 def test_returns_every_written_path_sorted(report):
     out, _summary, paths = report
     assert paths == [out / name for name in FILES]
-    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == FILES
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()) == [".acksim-report", *FILES]
+    marker = json.loads((out / ".acksim-report").read_text())
+    assert marker == {"tool": "acksim", "kind": "run", "version": acksim.__version__, "files": FILES}
 
 
 def test_leaves_no_scratch_folder_and_a_readable_report(report):
@@ -185,12 +188,58 @@ def test_writing_twice_gives_identical_bytes(tmp_path, history):
 
 def test_replaces_an_existing_report(tmp_path, history):
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "stale.txt").write_text("old")
+    write_report(out, make_summary(history), history, title="Small run")
+    (out / "plots" / "counterexample.png").write_bytes(b"an earlier report's plot")
+    marker = json.loads((out / ".acksim-report").read_text())
+    marker["files"].append("plots/counterexample.png")  # as an earlier replay's report listed it
+    (out / ".acksim-report").write_text(json.dumps(marker))
     paths = write_report(out, make_summary(history), history, title="Small run")
-    assert not (out / "stale.txt").exists()
+    assert not (out / "plots" / "counterexample.png").exists()
     assert all(p.is_file() for p in paths)
     assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_never_replaces_a_folder_holding_a_file_acksim_did_not_write(tmp_path, history):
+    out = tmp_path / "out"
+    write_report(out, make_summary(history), history, title="Small run")
+    (out / "notes.txt").write_text("mine")
+    (out / "plots" / "mine.png").write_bytes(b"mine too")
+    with pytest.raises(UsageError, match=r"holds files acksim did not write \(notes.txt, plots/mine.png\)"):
+        write_report(out, make_summary(history), history, title="Small run")
+    assert (out / "notes.txt").read_text() == "mine" and (out / "plots" / "mine.png").read_bytes() == b"mine too"
+    assert (out / "summary.json").is_file() and [p.name for p in tmp_path.iterdir()] == ["out"]
+    unmarked = tmp_path / "unmarked"
+    unmarked.mkdir()
+    (unmarked / "report.md").write_text("not acksim's: no marker, no summary.json")
+    with pytest.raises(UsageError, match="holds no acksim report"):
+        write_report(unmarked, make_summary(history), history, title="Small run")
+    assert (unmarked / "report.md").is_file()
+
+
+def test_an_unmarked_report_from_before_the_marker_is_replaced_but_not_a_foreign_file_in_it(tmp_path, history):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "plots").mkdir()
+    for name in ("summary.json", "report.md", "report.html", "events.csv", "plots/throughput.png"):
+        (out / name).write_text("old")
+    write_report(out, make_summary(history), history, title="Small run")
+    assert (out / ".acksim-report").is_file() and (out / "summary.json").read_text() != "old"
+    (out / ".acksim-report").unlink()
+    (out / "data.csv").write_text("mine")
+    with pytest.raises(UsageError, match=r"did not write \(data.csv\)"):
+        write_report(out, make_summary(history), history, title="Small run")
+
+
+def test_a_file_added_while_the_run_ran_is_kept(tmp_path, history, monkeypatch):
+    out = tmp_path / "out"
+    write_report(out, make_summary(history), history, title="Small run")
+    real = acksim.report.refuse_replacing
+    monkeypatch.setattr(acksim.report, "refuse_replacing",
+                        lambda folder, flag="--out": (real(folder, flag), (folder / "late.txt").write_text("late")))
+    write_report(out, make_summary(history), history, title="Small run")
+    left = [p for p in tmp_path.iterdir() if p.name != "out"]
+    assert len(left) == 1 and left[0].name.startswith(".out.old-") and (left[0] / "late.txt").read_text() == "late"
+    assert [p.name for p in left[0].iterdir()] == ["late.txt"]
 
 
 def test_creates_missing_parent_folders(tmp_path, history):
@@ -234,7 +283,7 @@ def test_a_failing_plot_leaves_the_previous_report(tmp_path, history, monkeypatc
 
 def test_a_failing_final_rename_restores_the_previous_report(tmp_path, history, monkeypatch):
     out = tmp_path / "out"
-    out.mkdir()
+    write_report(out, make_summary(history), history, title="Small run")
     (out / "report.md").write_text("previous report")
     real_rename = acksim.report.os.rename
 
@@ -396,3 +445,44 @@ def test_recovery_histogram_of_nearly_equal_times(monkeypatch):
     # times a nanosecond apart once raised "Too many bins for data range" (exit 3)
     monkeypatch.setattr(recovery, "recovery_times", lambda _h: pd.Series([1e6, 1e6 + 1e-9, 1e6]))
     assert recovery.plot_recovery_times([])[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --- a replay's report: the verdict, the timeline, the zoomed counterexample ------------------
+
+def _replay_history() -> list[Record]:
+    return [Record(0.0, 0, "published", "queue", message_id=1, account_id="a1", cleanup_version=1, deadline=10.0,
+                   visible_at=10.0),
+            Record(10.0, 1, "delivered", "worker-1", message_id=1, account_id="a1", cleanup_version=1, receive_count=1),
+            Record(10.002, 2, "renewed", "renewals", account_id="a1", cleanup_version=1),
+            Record(10.007, 3, "cleanup_applied", "worker-1", message_id=1, account_id="a1", cleanup_version=1),
+            Record(10.009, 4, "acked", "worker-1", message_id=1, account_id="a1", cleanup_version=1),
+            Record(120.0, 5, "published", "queue", message_id=2, account_id="a1", cleanup_version=2, deadline=130.0,
+                   visible_at=130.0),
+            Record(130.0, 6, "delivered", "worker-1", message_id=2, account_id="a1", cleanup_version=2,
+                   receive_count=1)]
+
+
+def test_the_counterexample_zooms_from_the_delivery_to_the_ack_after_the_violation():
+    from acksim.report.plots.counterexample import focus_span
+
+    example = {"time": 10.007, "message_id": 1, "account_id": "a1", "cleanup_version": 1}
+    assert focus_span(_replay_history(), [example]) == (10.0, 10.009)
+    assert focus_span(_replay_history(), []) is None
+    errors = [*_replay_history(), Record(130.5, 7, "processor_error", "worker-1", message_id=2)]
+    assert focus_span(errors, []) == (130.0, 130.5)
+
+
+def test_a_replays_report_carries_the_verdict_and_the_timeline(tmp_path):
+    history = _replay_history()
+    summary = make_summary(history)
+    lines = ["replay: reproduced (no violation; same history, record for record)",
+             "     10.0000s  worker-1       delivered          msg 1 a1 v1 receive 1"]
+    write_report(tmp_path / "r", summary, history, title="T", full_timeline=True, replay=lines, kind="replay")
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert md.endswith("\n## Replay\n\nreplay: reproduced (no violation; same history, record for record)\n\n```\n"
+                       "     10.0000s  worker-1       delivered          msg 1 a1 v1 receive 1\n```\n")
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert "<h2>Replay</h2>\n<p>replay: reproduced (no violation; same history, record for record)</p>" in page
+    assert page.index("<h2>Replay</h2>") < page.index("</body>")
+    assert json.loads((tmp_path / "r" / ".acksim-report").read_text())["kind"] == "replay"
+    assert (tmp_path / "r" / "plots" / "counterexample.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

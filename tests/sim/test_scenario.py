@@ -39,7 +39,7 @@ def test_the_bundled_scenario_is_valid_and_big_enough():
     ({"queue": {"kind": "fifo", "duplicate_probability": 0.1}},
      "x.toml: queue.duplicate_probability: a FIFO queue delivers no spurious duplicates; set 0 or use kind = 'standard'"),
     ({"queue": {"visibility": 30}}, "x.toml: queue.visibility: unknown key (allowed keys here: preset, kind, "),
-    ({"bogus": 1}, "x.toml: bogus: unknown key (allowed keys here: name, processor, seed, epoch, workload,"),
+    ({"bogus": 1}, "x.toml: bogus: unknown key (allowed keys here: name, processor, processor_path, seed, epoch, workload,"),
     ({"stores": {"isolation": "read_committed"}},
      "x.toml: stores.isolation: sqlite offers only 'serializable'; use backend = 'memory' for 'read_committed'"),
     ({"queue": {"duplicate_probability": 1.5}},

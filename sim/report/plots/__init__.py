@@ -7,7 +7,7 @@ note instead of failing.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from acksim.history import Record
 from acksim.report.plots.counterexample import MAX_RECORDS, plot_counterexample
@@ -29,12 +29,13 @@ PLOTS: tuple[tuple[str, str, Callable[[Sequence[Record]], bytes]], ...] = (
 COUNTEREXAMPLE = ("counterexample.png", "Counterexample: the whole run, lane by lane", plot_counterexample)
 
 
-def render_plots(history: Sequence[Record], full_timeline: bool = False) -> list[tuple[str, str, bytes]]:
+def render_plots(history: Sequence[Record], full_timeline: bool = False,
+                 examples: Sequence[Mapping[str, Any]] = ()) -> list[tuple[str, str, bytes]]:
     """Every plot of ``PLOTS`` for ``history``: ``(file name, caption, PNG bytes)`` in order;
-    with ``full_timeline`` (a replayed counterexample) first the whole-run swimlane too, when
-    the history is short enough to read."""
+    with ``full_timeline`` (a replayed counterexample) first the run's swimlane too, when the
+    history is short enough to read, zoomed to where the violation ``examples`` happen."""
     plots = [(name, caption, render(history)) for name, caption, render in PLOTS]
     if full_timeline and len(history) <= MAX_RECORDS:
-        name, caption, render = COUNTEREXAMPLE
-        plots.insert(0, (name, caption, render(history)))
+        name, caption, _render = COUNTEREXAMPLE
+        plots.insert(0, (name, caption, plot_counterexample(history, examples)))
     return plots

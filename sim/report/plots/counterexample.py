@@ -4,11 +4,14 @@ Lanes, top to bottom: the queue (publishes, deliveries, expiries, dead-lettering
 (deliveries, acks and crashes as markers over its attempts, bars colored by outcome), renewals (every lifecycle
 commit), and the stores (committed cleanups and outbox events, rolled-back transactions).
 Drawn only for histories of at most ``MAX_RECORDS`` records (a replay, not a day-long run).
+The time axis zooms to the span where the counterexample happens (``focus_span``): from the
+first delivery of the violating message to the violation and the ack or crash that
+follows it; a note says how many events lie outside.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 from matplotlib.lines import Line2D
 
@@ -34,8 +37,33 @@ _MARKS = {
 }
 
 
-def plot_counterexample(history: Sequence[Record]) -> bytes:
-    """PNG bytes: the swimlane of the whole ``history`` (virtual seconds on x)."""
+def focus_span(history: Sequence[Record], examples: Sequence[Mapping[str, Any]] = ()) -> tuple[float, float] | None:
+    """The span (virtual seconds, start <= end) where the counterexample happens: ``examples``
+    are violation examples (``time``, ``message_id``, ``account_id``, ``cleanup_version``, as
+    the invariants report them; without any, the processor's own errors are used); the span runs
+    from the first delivery of those messages (else the first record of those messages or
+    (account, version) jobs) to the last example's time, then to the next ack, nack or crash
+    of those messages. None when nothing locates it."""
+    if not examples:
+        examples = [{"time": r.time, "message_id": r.message_id} for r in history if r.kind == "processor_error"]
+    examples = [e for e in examples if isinstance(e, Mapping) and isinstance(e.get("time"), (int, float))]
+    if not examples:
+        return None
+    messages = {e["message_id"] for e in examples if e.get("message_id") is not None}
+    jobs = {(e["account_id"], e.get("cleanup_version")) for e in examples if e.get("account_id")}
+    end = max(float(e["time"]) for e in examples)
+    related = [r for r in history if r.message_id in messages or (r.account_id, r.cleanup_version) in jobs]
+    before = [r for r in related if r.time <= end]
+    delivered = [r.time for r in before if r.kind == "delivered" and r.message_id in messages]
+    start = min(delivered or [r.time for r in before], default=end)
+    after = [r.time for r in related if r.time > end and r.message_id in messages
+             and r.kind in ("acked", "ack_stale", "nacked", "crashed")]
+    return start, (min(after) if after else end)
+
+
+def plot_counterexample(history: Sequence[Record], examples: Sequence[Mapping[str, Any]] = ()) -> bytes:
+    """PNG bytes: the swimlane of ``history`` (virtual seconds on x), zoomed to
+    ``focus_span(history, examples)`` when that locates the counterexample."""
     fig, ax = new_figure((11.0, 5.5))
     if not history or len(history) > MAX_RECORDS:
         note(ax, "no events" if not history else f"run too long for a full timeline (> {MAX_RECORDS} records)")
@@ -66,6 +94,17 @@ def plot_counterexample(history: Sequence[Record]) -> bytes:
     ax.set_ylim(len(lanes) - 0.5, -0.5)
     ax.set_xlabel("virtual time (s)")
     ax.set_title("Counterexample timeline")
+    span = focus_span(history, examples)
+    if span is not None:
+        start, end = span
+        margin = max((end - start) * 0.15, 0.002)
+        lo, hi = start - margin, end + margin
+        ax.set_xlim(lo, hi)
+        ax.ticklabel_format(axis="x", useOffset=False)  # read 10.002 s, not 0.002 + 1e1
+        outside = sum(1 for r in history if (r.kind in _MARKS or r.kind in _LIFECYCLE) and not lo <= r.time <= hi)
+        if outside:
+            ax.set_title(f"Counterexample timeline, {start:.3f} s to {end:.3f} s "
+                         f"({outside} events outside, in events.csv)", fontsize=10)
     if legend:
         ax.legend(handles=legend, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     return to_png(fig)
