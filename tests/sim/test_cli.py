@@ -24,7 +24,7 @@ def test_run_writes_the_report_and_exits_0(tmp_path, capsys):
                      "report.html", "report.md", "summary.json"]
     summary = json.loads((out / "summary.json").read_text())
     assert list(summary) == ["schema_version", "scenario", "seed", "verdict", "reasons", "invariants", "slo",
-                             "counts", "parameters"]
+                             "counts", "parameters", "stop_reason"]
     assert (summary["schema_version"], summary["verdict"], summary["reasons"]) == (1, "PASS", [])
     assert summary["scenario"] == "smoke" and summary["seed"] == 7
     assert all(v["holds"] for v in summary["invariants"].values())

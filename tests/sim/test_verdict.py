@@ -87,7 +87,7 @@ def test_judge_lists_every_reason_in_order():
     assert verdict_line(full) == (
         "FAIL: invariants violated: no_lost_work (3); SLOs missed: end_to_end_p99_s (5 s vs threshold <= 1 s); "
         "no sample: recovery_time_p99_s (no sample, threshold <= 9 s); the processor raised 2 error(s) of its own; "
-        "stopped at run.max_records before the pipeline drained")
+        "stopped early: before the pipeline drained")
 
 
 # --- a processor that raises on every job fails in every output --------------------------------

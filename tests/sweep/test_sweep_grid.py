@@ -145,8 +145,10 @@ def test_a_grid_may_set_a_threshold_the_base_leaves_unset(tmp_path, capsys):
     assert list(summary["recovery_time_max_s_met"]) == [False, True]
     assert list(summary["missed_thresholds"].fillna("")) == ["recovery_time_max_s", ""]
     result = json.loads((out / "sweep.json").read_text())
-    assert result["thresholds"] == {"recovery_time_p99_s": 120.0}  # the one every point shares
-    assert result["grid"][0]["thresholds"] == {"recovery_time_p99_s": 120.0, "recovery_time_max_s": 40.0}
+    # the ones every point shares: the base's, and the default dead-lettered share
+    assert result["thresholds"] == {"recovery_time_p99_s": 120.0, "dead_lettered_share": 0.5}
+    assert result["grid"][0]["thresholds"] == {"recovery_time_p99_s": 120.0, "recovery_time_max_s": 40.0,
+                                               "dead_lettered_share": 0.5}
     assert result["cheapest"]["slo.recovery_time_max_s"] == 1000.0
 
 
