@@ -13,15 +13,13 @@ import argparse
 import random
 import sys
 import time
-from pathlib import Path
 
 import simpy
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from acksim.cli.main import DEFAULT_SCENARIO  # noqa: E402
-from acksim.scenario import load  # noqa: E402
-from acksim.world.core import World  # noqa: E402
+from acksim.cli.main import DEFAULT_SCENARIO
+from acksim.scenario import load
+from acksim.scenarios import bundled
+from acksim.world.core import World
 
 
 def bare_mmc(jobs: int, servers: int, seed: int = 1) -> float:
@@ -48,7 +46,7 @@ def bare_mmc(jobs: int, servers: int, seed: int = 1) -> float:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("scenario", nargs="?", default=str(DEFAULT_SCENARIO))
+    p.add_argument("scenario", nargs="?", default=str(bundled(DEFAULT_SCENARIO)))
     p.add_argument("--repeat", type=int, default=1)
     args = p.parse_args()
     scenario = load(args.scenario)

@@ -15,14 +15,21 @@ import sys
 import traceback
 from pathlib import Path
 
-from acksim.report.junit import check_junit_path
+from importlib import import_module
+
 from acksim.report.outdir import UsageError, check_out_dir, safe_name
-from acksim.cli.check import add_check_parser, cmd_check, replay_lines
-from acksim.cli.compare import add_compare_parser, cmd_compare
-from acksim.cli.sweep import add_sweep_parser, cmd_sweep
-from acksim.world.interleave import ProcessorHung
-from acksim.world.processor_ref import load_processor
-from acksim.scenario import ScenarioError, load, with_overrides
+from acksim.scenario.base import ScenarioError
+
+# Each command's module (and with it SimPy, Hypothesis, pandas, matplotlib) is imported only
+# when that command runs, so ``acksim presets``, ``--help`` and a bad-input error answer fast.
+COMMANDS: dict[str, tuple[str, str, str]] = {  # name: (module, add_parser, command)
+    "check": ("acksim.cli.check", "add_check_parser", "cmd_check"),
+    "sweep": ("acksim.cli.sweep", "add_sweep_parser", "cmd_sweep"),
+    "compare": ("acksim.cli.compare", "add_compare_parser", "cmd_compare"),
+}
+HELP = {"check": "search fault schedules for a design's invariant violations (Hypothesis)",
+        "sweep": "run a grid of scenarios (capacity planning)",
+        "compare": "run one scenario on each queue preset and compare them"}
 
 DEFAULT_SCENARIO = "game-renewal.toml"  # bundled with acksim (acksim.scenarios), found from any folder
 
@@ -32,7 +39,9 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"acksim: error: {message}\n")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; the subcommands of ``COMMANDS`` get their full parser only when
+    ``command`` names them (their modules are heavy), a stub with their help line otherwise."""
     p = _Parser(prog="acksim", description="Simulate and verify a queue-driven cleanup pipeline.")
     p.add_argument("--version", action="version", version=f"acksim {_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -46,9 +55,11 @@ def _parser() -> argparse.ArgumentParser:
                           "(default: the scenario's processor, the reference acksim.model.processor:process)")
     run.add_argument("--junit-xml", metavar="FILE",
                      help="also write the verdict as JUnit XML: one test case per invariant and SLO figure")
-    add_check_parser(sub)
-    add_sweep_parser(sub)
-    add_compare_parser(sub)
+    for name, (module, add_parser, _cmd) in COMMANDS.items():
+        if name == command:
+            getattr(import_module(module), add_parser)(sub)
+        else:
+            sub.add_parser(name, help=HELP[name], add_help=False).add_argument("rest", nargs=argparse.REMAINDER)
     schema = sub.add_parser("schema", help="print the JSON Schema of a scenario file or of summary.json")
     schema.add_argument("which", choices=("scenario", "summary"), help="scenario or summary")
     presets = sub.add_parser("presets", help="list the queue and scheduler presets, or show one")
@@ -96,16 +107,21 @@ def _progress_bar(total: float):
 
 def cmd_run(args) -> int:
     """Run one scenario; returns the exit code."""
-    from acksim.report import write_report
-    from acksim.judges.summary import build_summary, passed, reasons_text
-    from acksim.report.junit import run_suite
-    from acksim.world.core import World
+    from acksim.scenario import load, with_overrides
 
     if args.scenario is None:
         from acksim.scenarios import bundled
 
         args.scenario = str(bundled(DEFAULT_SCENARIO))
-    scenario = with_overrides(load(args.scenario), seed=args.seed)
+    scenario = with_overrides(load(args.scenario), seed=args.seed)  # bad input answers before heavy imports
+    from acksim.cli.check import replay_lines
+    from acksim.judges.summary import build_summary, passed, reasons_text
+    from acksim.report import write_report
+    from acksim.report.junit import check_junit_path, run_suite
+    from acksim.world.core import World
+    from acksim.world.interleave import ProcessorHung
+    from acksim.world.processor_ref import load_processor
+
     if scenario.fanout.updates:
         return _run_fanout(scenario, args)
     processor = load_processor(args.processor or scenario.processor, "--processor" if args.processor else "processor",
@@ -162,6 +178,8 @@ def default_out(scenario_file: str, scenario) -> Path:
 
 def _run_fanout(scenario, args) -> int:
     """``acksim run`` of a scenario with a ``[fanout]`` table: the shipment fan-out design."""
+    from acksim.report.junit import check_junit_path
+    from acksim.world.processor_ref import load_processor
     from acksim.judges.fanout import build_fanout_summary
     from acksim.world.fanout import FANOUT_PARAMS, FanoutWorld
     from acksim.report import write_report
@@ -204,8 +222,9 @@ def _terminate(signum, frame):
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``acksim`` console script; returns the exit code."""
-    parser = _parser()
-    if not (sys.argv[1:] if argv is None else argv):
+    words = sys.argv[1:] if argv is None else argv
+    parser = _parser(next((w for w in words if not w.startswith("-")), None))
+    if not words:
         parser.print_help(sys.stderr)
         return 2
     try:
@@ -215,12 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "run":
             return cmd_run(args)
-        if args.command == "check":
-            return cmd_check(args)
-        if args.command == "sweep":
-            return cmd_sweep(args)
-        if args.command == "compare":
-            return cmd_compare(args)
+        if args.command in COMMANDS:
+            module, _add_parser, command = COMMANDS[args.command]
+            return getattr(import_module(module), command)(args)
         if args.command == "presets":
             return cmd_presets(args)
         if args.command == "schema":

@@ -24,12 +24,21 @@ from acksim.history import Record, to_csv
 from acksim.report.html_page import render_html
 from acksim.report.outdir import remove_report, refuse_replacing, write_marker
 from acksim.report.markdown_page import render_markdown
-from acksim.report.plots import PLOTS, render_plots
 from acksim.report.summary_json import render_summary_json
 
 __all__ = ["write_report", "staged", "move_into_place", "PLOTS"]
 
 PLOTS_DIR = "plots"
+
+
+def __getattr__(name: str):
+    """``PLOTS`` (the plot renderers, ``acksim.report.plots.PLOTS``), imported on first use so
+    that importing ``acksim.report`` (for ``outdir``) loads no matplotlib."""
+    if name == "PLOTS":
+        from acksim.report.plots import PLOTS
+
+        return PLOTS
+    raise AttributeError(f"module 'acksim.report' has no attribute {name!r}")
 
 
 def write_report(out_dir: Path, summary: Mapping[str, Any], history: Sequence[Record], *,
@@ -88,6 +97,8 @@ def _write_files(folder: Path, summary: Mapping[str, Any], history: Sequence[Rec
                  title: str, full_timeline: bool, replay: Sequence[str] = ()) -> list[str]:
     summary_text = render_summary_json(summary)  # first: a malformed summary fails fast
     examples = [v["example"] for v in summary["invariants"].values() if not v["holds"] and v.get("example")]
+    from acksim.report.plots import render_plots  # matplotlib: only once a report is written
+
     plots = render_plots(history, full_timeline, examples)
     plot_links = [(f"{PLOTS_DIR}/{name}", caption) for name, caption, _png in plots]
     files: dict[str, bytes] = {

@@ -51,3 +51,24 @@ def test_a_processor_that_cannot_import_what_it_needs_is_bad_input(tmp_path):
     assert result.stderr == ("acksim: error: --processor: the processor raised ModuleNotFoundError: No module named "
                              "'not_installed_anywhere' while running; install what it imports (exit 2, no verdict)\n")
     assert not out.exists()
+
+
+HEAVY = ("pandas", "matplotlib", "hypothesis", "simpy", "greenlet", "dask", "numpy")
+
+
+def _imported_by(*argv: str) -> tuple[int, list[str]]:
+    code = ("import sys\nfrom acksim.cli.main import main\n"
+            f"rc = main({list(argv)!r})\n"
+            f"print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules])\nsys.exit(rc)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    line = next(x for x in result.stdout.splitlines() if x.startswith("HEAVY"))
+    return result.returncode, eval(line.removeprefix("HEAVY "))  # a list literal of our own
+
+
+def test_presets_help_and_bad_input_import_nothing_heavy(tmp_path):
+    """Startup is what these import: none of the heavy libraries (their cost is measured by
+    benchmarks/startup.py)."""
+    assert _imported_by("presets") == (0, [])
+    assert _imported_by("--help") == (0, [])
+    assert _imported_by("--version") == (0, [])
+    assert _imported_by("run", str(tmp_path / "missing.toml")) == (2, [])
