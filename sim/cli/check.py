@@ -83,6 +83,8 @@ def cmd_check(args) -> int:
     out = Path(args.out)
     check_out_dir(out, replaces=False)  # replay files are added to the folder
     if args.junit_xml:
+        if Path(args.junit_xml).resolve() == out.resolve():  # the folder of replay files itself
+            raise UsageError(f"--junit-xml: {args.junit_xml!r} is the --out folder; name a file")
         check_junit_path(args.junit_xml)
     if args.save_corpus:
         check_out_dir(Path(args.save_corpus), replaces=False, flag="--save-corpus")

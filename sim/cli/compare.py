@@ -52,7 +52,7 @@ def cmd_compare(args) -> int:
     scenarios = preset_scenarios(data, args.scenario, names, args.seed)
     out = Path(args.out) if args.out is not None else Path("reports") / f"compare-{safe_name(scenarios[0].name)}"
     check_out_dir(out)  # an earlier comparison (acksim's files only) is replaced
-    junit = check_junit_path(args.junit_xml) if args.junit_xml else None
+    junit = check_junit_path(args.junit_xml, out=out) if args.junit_xml else None
     result = comparison(scenarios)
     write_compare_report(out, result)
     for entry in result["presets"]:

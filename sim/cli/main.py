@@ -129,7 +129,7 @@ def cmd_run(args) -> int:
     out = Path(args.out) if args.out is not None else default_out(args.scenario, scenario)
     check_out_dir(out)
     if args.junit_xml:
-        check_junit_path(args.junit_xml)
+        check_junit_path(args.junit_xml, out=out)
     world = World(scenario, processor)
     update, close = _progress_bar(world._planned_end())
     world.progress = update
@@ -191,7 +191,7 @@ def _run_fanout(scenario, args) -> int:
     out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
     check_out_dir(out)
     if args.junit_xml:
-        check_junit_path(args.junit_xml)
+        check_junit_path(args.junit_xml, out=out)
     world = FanoutWorld(scenario, processor)
     try:
         outcome = world.run()

@@ -70,7 +70,7 @@ def cmd_sweep(args) -> int:
     out = Path(args.out) if args.out is not None else Path("reports") / f"sweep-{safe_name(Path(args.sweep).stem)}"
     if not (out / "runs.csv").is_file():
         check_out_dir(out)
-    junit = check_junit_path(args.junit_xml) if args.junit_xml else None
+    junit = check_junit_path(args.junit_xml, out=out) if args.junit_xml else None
 
     from acksim.capacity.executors import execute
     from acksim.capacity.sweep_report import write_sweep_report

@@ -136,7 +136,9 @@ SCHEMA_VERSION = 1  # of summary.json; sim/schemas/summary.schema.json describes
 def parameters(scenario: Scenario, processor: str | None = None) -> dict[str, Any]:
     """The scenario fields a reader needs to know what ran, flat and in display order:
     the processor reference (``processor`` overrides the scenario's, as ``--processor`` does),
-    the queue preset and its main semantics, workers, stores, workload size and faults."""
+    the queue preset and its main semantics, workers, stores, workload size and faults (each
+    key a scenario field by dotted name; a list field such as ``faults.crashes`` gives its
+    length)."""
     q, w, st, wl, f = scenario.queue, scenario.workers, scenario.stores, scenario.workload, scenario.faults
     if scenario.fanout.updates:
         size = {"fanout.updates": scenario.fanout.updates, "fanout.subscribers": scenario.fanout.subscribers}
@@ -153,9 +155,10 @@ def parameters(scenario: Scenario, processor: str | None = None) -> dict[str, An
         "stores.backend": st.backend, "stores.isolation": st.isolation,
         "stores.unique_markers": st.unique_markers, "stores.unique_outbox_keys": st.unique_outbox_keys,
         **size,
-        "faults.crash_probability": (f.crash_before_call + f.crash_after_call + f.crash_after_commit
-                                     + f.crash_during_ack),
-        "faults.scheduled": len(f.crashes) + len(f.deployments) + len(f.kills) + len(f.duplicates),
+        "faults.crash_before_call": f.crash_before_call, "faults.crash_after_call": f.crash_after_call,
+        "faults.crash_after_commit": f.crash_after_commit, "faults.crash_during_ack": f.crash_during_ack,
+        "faults.crashes": len(f.crashes), "faults.deployments": len(f.deployments), "faults.kills": len(f.kills),
+        "faults.duplicates": len(f.duplicates),
     }
 
 

@@ -55,10 +55,16 @@ class Suite:
         return sum(1 for c in self.cases if c.failure is None and c.skipped is not None)
 
 
-def check_junit_path(path: str | Path, flag: str = "--junit-xml") -> Path:
+def check_junit_path(path: str | Path, flag: str = "--junit-xml", out: Path | None = None) -> Path:
     """``path`` as a Path, checked before anything runs. Raises ``UsageError`` (one line naming
-    ``flag``) for an existing folder or a parent that is a file."""
+    ``flag``) for an existing folder, a parent that is a file, or a path that is the report
+    folder ``out`` or lies inside it (a report folder is replaced whole)."""
     p = Path(path)
+    if out is not None:
+        folder, target = Path(out).resolve(), p.resolve()
+        if target == folder or folder in target.parents:
+            raise UsageError(f"{flag}: {str(p)!r} is in the report folder {str(out)!r}, which is replaced whole; "
+                             "name a file outside it")
     if p.is_dir():
         raise UsageError(f"{flag}: {str(p)!r} is a folder; name a file, e.g. {str(p / 'acksim.xml')!r}")
     for parent in p.parents:

@@ -23,6 +23,7 @@ from acksim.model.store_api import DbOptions, OutboxEvent
 from acksim.model.stores import open_database
 from acksim.world.budget import run_guarded
 from acksim.world.cost import refuse_if_too_costly
+from acksim.world.interleave import ProcessorHung
 from acksim.world.faults import FaultPlan, fault_injector, killer
 from acksim.history import History, Record
 from acksim.world.outbox_relay import OutboxRelay
@@ -121,6 +122,7 @@ class World:
         self._stopped = False  # a processor error ended a check's run (``stop_on_processor_error``)
         self._budget_reason: str | None = None  # ``run.max_events`` / ``max_wall_s`` ran out
         self._undrained = False  # ``run.max_time_s`` came before the pipeline drained
+        self._hung = ""  # the processor ran past ``run.step_budget_s`` between two store calls
         self.processor_errors: list[tuple[float, str, int, str]] = []  # (time, worker, message id, traceback)
         self.import_error: str | None = None  # the first ImportError the processor raised, one line
         self.busy: set[str] = set()  # workers holding a delivery (only its size is read)
@@ -165,6 +167,9 @@ class World:
                                               sc.run.max_wall_s)
         except RunStopped:
             self._stopped = True
+        except ProcessorHung as exc:  # the caller reports what happened up to here
+            self._hung = f"the processor hung, so the run ended there: {exc}"
+            raise
         return self.outcome()
 
     def outcome(self) -> Outcome:
@@ -213,6 +218,8 @@ class World:
     def stop_reason(self) -> str:
         """One line saying which guard stopped the run before the pipeline drained, or ""."""
         run = self.scenario.run
+        if self._hung:
+            return self._hung
         if self._budget_reason:
             return self._budget_reason
         if self.over_record_limit:

@@ -72,3 +72,14 @@ def test_presets_help_and_bad_input_import_nothing_heavy(tmp_path):
     assert _imported_by("--help") == (0, [])
     assert _imported_by("--version") == (0, [])
     assert _imported_by("run", str(tmp_path / "missing.toml")) == (2, [])
+
+
+def test_junit_xml_inside_the_report_folder_is_refused_before_anything_runs(tmp_path):
+    out = tmp_path / "rep"
+    for junit in (out, out / "j.xml"):
+        result = subprocess.run([*ACKSIM, "run", str(bundled("smoke.toml")), "--out", str(out),
+                                 "--junit-xml", str(junit)], capture_output=True, text=True, timeout=120)
+        assert result.returncode == 2
+        assert result.stderr == (f"acksim: error: --junit-xml: {str(junit)!r} is in the report folder {str(out)!r}, "
+                                 "which is replaced whole; name a file outside it\n")
+        assert not out.exists()

@@ -82,3 +82,21 @@ def test_a_fan_out_too_large_to_run_is_refused_naming_its_size():
     with pytest.raises(ScenarioError, match=r"most of it from fanout.updates x fanout.subscribers = 100000 x 1000 "
                                             r"delivery tasks; raise run.max_events"):
         FanoutWorld(scenario)
+
+
+def test_a_hung_processor_ends_the_run_and_says_so(tmp_path):
+    from acksim.world.interleave import ProcessorHung
+
+    def spins(job, accounts, cleanup_store, outbox):
+        while True:
+            pass
+
+    world = World(parse(tiny_dict(run={"step_budget_s": 0.2})), spins)
+    try:
+        with pytest.raises(ProcessorHung):
+            world.run()
+        final = world.outcome().final
+    finally:
+        world.close()
+    assert final.stopped_early
+    assert final.stop_reason.startswith("the processor hung, so the run ended there: the processor ran over 0.2 s")
