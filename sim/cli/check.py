@@ -77,7 +77,7 @@ def cmd_check(args) -> int:
             design.setdefault(section, {})[key] = {"on": True, "off": False}.get(value, value)
     base = base_scenario(load(args.scenario) if args.scenario else None, design)
     ref = ref or base.processor
-    processor = load_processor(ref, "--processor", path=base.processor_path)
+    load_processor(ref, "--processor", path=base.processor_path)  # bad input: exit 2
     folder = base.processor_path or processor_folder(ref)
     ref = canonical_ref(ref)  # a replay file must load it from anywhere
     out = Path(args.out)
@@ -89,7 +89,7 @@ def cmd_check(args) -> int:
 
     progress, close = _progress_bar(args.max_examples)
     try:
-        report = run_check(processor, base, max_examples=args.max_examples, seed=args.seed,
+        report = run_check(ref, base, max_examples=args.max_examples, seed=args.seed,
                            database=None if args.no_database else Path(args.database),
                            key=f"{ref}|{describe(base)}", progress=progress)
     finally:

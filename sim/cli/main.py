@@ -108,13 +108,13 @@ def cmd_run(args) -> int:
     scenario = with_overrides(load(args.scenario), seed=args.seed)
     if scenario.fanout.updates:
         return _run_fanout(scenario, args)
-    processor = load_processor(args.processor or scenario.processor, "--processor" if args.processor else "processor",
-                               path=scenario.processor_path)
+    ref = args.processor or scenario.processor
+    load_processor(ref, "--processor" if args.processor else "processor", path=scenario.processor_path)  # bad input: exit 2
     out = Path(args.out) if args.out is not None else default_out(args.scenario, scenario)
     check_out_dir(out)
     if args.junit_xml:
         check_junit_path(args.junit_xml)
-    world = World(scenario, processor)
+    world = World(scenario, ref)  # by reference: each worker start gets a fresh copy of the code
     update, close = _progress_bar(world._planned_end())
     world.progress = update
     previous = signal.signal(signal.SIGTERM, _terminate)  # unwind, so the temporary stores go
@@ -169,12 +169,12 @@ def _run_fanout(scenario, args) -> int:
     from acksim.judges.summary import passed, reasons_text
 
     ref, field = (args.processor, "--processor") if args.processor else (scenario.fanout.processor, "fanout.processor")
-    processor = load_processor(ref, field, FANOUT_PARAMS, path=scenario.processor_path)
+    load_processor(ref, field, FANOUT_PARAMS, path=scenario.processor_path)  # bad input: exit 2
     out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
     check_out_dir(out)
     if args.junit_xml:
         check_junit_path(args.junit_xml)
-    world = FanoutWorld(scenario, processor)
+    world = FanoutWorld(scenario, ref)
     try:
         outcome = world.run()
     finally:
