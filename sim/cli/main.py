@@ -22,7 +22,8 @@ from acksim.cli.compare import add_compare_parser, cmd_compare
 from acksim.cli.sweep import add_sweep_parser, cmd_sweep
 from acksim.world.interleave import ProcessorHung
 from acksim.world.processor_ref import load_processor
-from acksim.scenario import ScenarioError, load, with_overrides
+from acksim.scenario import ScenarioError, load, parse, with_overrides
+from acksim.cli.candidates import apply_design, resolve as resolve_candidate
 
 DEFAULT_SCENARIO = "game-renewal.toml"  # bundled with acksim (acksim.scenarios), found from any folder
 
@@ -44,6 +45,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--processor", metavar="REF",
                      help="code under test, package.module:function or path/to/file.py:function "
                           "(default: the scenario's processor, the reference acksim.model.processor:process)")
+    run.add_argument("--candidate", metavar="NAME", help="a bundled candidate design (its processor and design "
+                                                         "options) from acksim.model.candidates; see README")
     run.add_argument("--junit-xml", metavar="FILE",
                      help="also write the verdict as JUnit XML: one test case per invariant and SLO figure")
     add_check_parser(sub)
@@ -106,6 +109,9 @@ def cmd_run(args) -> int:
 
         args.scenario = str(bundled(DEFAULT_SCENARIO))
     scenario = with_overrides(load(args.scenario), seed=args.seed)
+    args.processor, design = resolve_candidate(args.candidate, args.processor)
+    if design:
+        scenario = parse(apply_design(scenario.model_dump(), design, None), "--candidate")
     if scenario.fanout.updates:
         return _run_fanout(scenario, args)
     ref = args.processor or scenario.processor
