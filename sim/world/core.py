@@ -237,10 +237,10 @@ class World:
         ``stop_on_processor_error`` (a check: the example is a finding already) the run ends
         here. An ``ImportError`` is also kept in ``import_error``: a processor that cannot
         import what it needs is a broken environment (exit 2), not a verdict on the design."""
-        text = error if isinstance(error, str) else "".join(traceback.format_exception(error))
+        text = error if isinstance(error, str) else error_text(error)
         self.processor_errors.append((when, worker, message_id, text))
         if isinstance(error, ImportError) and self.import_error is None:
-            self.import_error = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+            self.import_error = error_line(error)
         if self.stop_on_processor_error:
             raise RunStopped(text)
 
@@ -261,6 +261,36 @@ class World:
         self.db.close()
         if self._tmp is not None:
             self._tmp.cleanup()
+
+
+MAX_ERROR_TEXT = 20_000  # characters of a processor's traceback kept (its head and its tail)
+
+
+def error_text(error: BaseException, limit: int = MAX_ERROR_TEXT) -> str:
+    """``error``'s traceback as text, safe whatever the processor raised: an exception whose
+    ``str()`` raises or returns a non-string is shown by its type, characters that cannot be
+    printed (lone surrogates) are escaped, and a text over ``limit`` characters keeps its
+    first and last halves around a note of how much was cut."""
+    try:
+        text = "".join(traceback.format_exception(error))
+    except BaseException:  # noqa: BLE001 - a pathological exception object
+        text = f"{type(error).__module__}.{type(error).__qualname__}: <the exception could not be formatted>\n"
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    if len(text) > limit:
+        half = limit // 2
+        text = f"{text[:half]}\n... {len(text) - 2 * half} characters cut ...\n{text[-half:]}"
+    return text
+
+
+def error_line(error: BaseException, limit: int = 300) -> str:
+    """``"Type: message"``, its first line, at most ``limit`` characters, printable whatever
+    ``error``'s ``str()`` does (raises, returns a huge or unprintable text)."""
+    try:
+        message = str(error)
+    except BaseException:  # noqa: BLE001 - a pathological exception object
+        message = "<str() of the exception failed>"
+    line = (f"{type(error).__name__}: {message}".splitlines() or [type(error).__name__])[0][:limit]
+    return line.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def simulate(scenario: Scenario, processor: Callable | str | None = None) -> Outcome:

@@ -42,7 +42,7 @@ from acksim.history import History
 from acksim.scenario import Scenario
 from acksim.world.budget import run_guarded
 from acksim.world.cost import refuse_if_too_costly
-from acksim.world.core import FinalState, Outcome, scenario_queue, stream
+from acksim.world.core import FinalState, Outcome, error_line, scenario_queue, stream
 from acksim.world.faults import FaultPlan, fault_injector, killer, stay_down, store_latency
 from acksim.world.interleave import Attempt, Finished, ProcessorHung, Sleep
 from acksim.world.code import CodeUnderTest
@@ -238,7 +238,7 @@ class FanoutWorld:
             error = TypeError(f"the processor returned {decision!r}, not a acksim.model.shipment.Decision")
         if error is not None and not isinstance(error, ConflictError):
             self.history.record("processor_error", name, message_id=delivery.message_id, account_id=task.key,
-                                receive_count=rc, detail=f"{type(error).__name__}: {error}".splitlines()[0][:300])
+                                receive_count=rc, detail=error_line(error))
         try:
             if error is None and decision is not None and decision.action == "done":
                 records.commit()
@@ -250,7 +250,7 @@ class FanoutWorld:
                 records.rollback()
         if error is not None:
             self.history.record("tx_rolled_back", name, message_id=delivery.message_id, account_id=task.key,
-                                receive_count=rc, detail=f"{type(error).__name__}: {error}"[:200])
+                                receive_count=rc, detail=error_line(error, 200))
             queue.nack(delivery, name, queue.backoff(rc))
             return
         for key, update_id, subscriber in recording.written if decision.action == "done" else ():

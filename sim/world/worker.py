@@ -115,6 +115,13 @@ def _held(world, name: str, processor: tuple, rng: random.Random, delivery: Deli
         session.close()
 
 
+def error_line(error: BaseException) -> str:
+    """One printable line naming the processor's error (``acksim.world.core.error_line``)."""
+    from acksim.world.core import error_line as line
+
+    return line(error)
+
+
 def _crash(world, name: str, session, state: _State, phase: str, only: int | None = None) -> None:
     """Clean up after a crash of worker ``name`` (or, with ``only``, of the child running
     the held job of that message id) and record it."""
@@ -248,7 +255,7 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                 yield env.timeout(rng.uniform(0.0, cfg.conflict_backoff_s * 2 ** attempt_no))  # full jitter
                 continue
         else:
-            summary = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+            summary = error_line(error)
             _log_tx(world, "processor_error", name, delivery, summary)
             world.processor_failed(env.now, name, delivery.message_id, error)
             if unit_of_work:

@@ -93,3 +93,16 @@ def test_the_harness_reads_real_time_between_switches(tmp_path):
     run(parse(tiny_dict(epoch=datetime(2091, 1, 1, tzinfo=timezone.utc))), f"{tmp_path / 'early.py'}:process")
     assert abs(time.time() - real_time()) < 1 and datetime.now(timezone.utc).year < 2090
     assert time.sleep.__module__ == "time" and time.monotonic.__module__ == "time"
+
+
+def test_huge_and_unprintable_exception_texts_are_kept_safely_and_cut():
+    from acksim.world.core import error_text
+
+    class Unprintable(Exception):
+        def __str__(self):
+            raise RuntimeError("no")
+
+    text = error_text(ValueError("x" * 100_000))
+    assert len(text) < 20_100 and "characters cut" in text and text.rstrip().endswith("x")
+    assert "Unprintable" in error_text(Unprintable())
+    assert "\\udcff" in error_text(ValueError("bad \udcff byte"))
