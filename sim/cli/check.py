@@ -1,7 +1,9 @@
 """The ``acksim check`` command: arguments, the search, and how a finding is shown and saved.
 
 Exit codes: 0 nothing found (and, with ``--require-coverage``, every hazard window hit); 1 a
-finding (an invariant violated, an error of the processor's own, a hung processor) or an
+finding (an invariant violated, an error of the processor's own, a hung processor), a flaky
+finding (one whose replay file did not give the same findings and history in a fresh process:
+``acksim.search.selfcheck``; every finding is replayed so before it is reported) or an
 uncovered hazard window under ``--require-coverage``; 2 bad input (a processor reference that
 does not load, a bad scenario or option).
 """
@@ -57,27 +59,20 @@ def add_check_parser(sub) -> None:
 
 def cmd_check(args) -> int:
     """Run ``acksim check``; returns the exit code."""
-    from acksim.model.candidates import CANDIDATES
-
     if not 1 <= args.max_examples <= 1_000_000:
         raise UsageError(f"--max-examples: must be 1 .. 1000000, got {args.max_examples}")
     if not 0 <= args.seed < 2**63:
         raise UsageError(f"--seed: must be 0 .. 2**63-1, got {args.seed}")
-    design: dict = {}
-    ref = args.processor
-    if args.candidate:
-        if args.candidate not in CANDIDATES:
-            raise UsageError(f"--candidate: unknown {args.candidate!r}; one of {', '.join(CANDIDATES)}")
-        candidate = CANDIDATES[args.candidate]
-        design = {k: dict(v) for k, v in candidate.design.items()}
-        ref = ref or f"{candidate.processor.__module__}:{candidate.processor.__name__}"
+    from acksim.cli.candidates import resolve
+
+    ref, design = resolve(args.candidate, args.processor)  # design flags below override the candidate's
     for flag, section, key, _choices in DESIGN_FLAGS:
         value = getattr(args, flag[2:].replace("-", "_"))
         if value is not None:
             design.setdefault(section, {})[key] = {"on": True, "off": False}.get(value, value)
     base = base_scenario(load(args.scenario) if args.scenario else None, design)
     ref = ref or base.processor
-    processor = load_processor(ref, "--processor", path=base.processor_path)
+    load_processor(ref, "--processor", path=base.processor_path)  # bad input: exit 2
     folder = base.processor_path or processor_folder(ref)
     ref = canonical_ref(ref)  # a replay file must load it from anywhere
     out = Path(args.out)
@@ -91,7 +86,7 @@ def cmd_check(args) -> int:
 
     progress, close = _progress_bar(args.max_examples)
     try:
-        report = run_check(processor, base, max_examples=args.max_examples, seed=args.seed,
+        report = run_check(ref, base, max_examples=args.max_examples, seed=args.seed,
                            database=None if args.no_database else Path(args.database),
                            key=f"{ref}|{describe(base)}", progress=progress)
     finally:
@@ -105,15 +100,23 @@ def cmd_check(args) -> int:
     print("hazard windows (examples that hit each):")
     for name, _fn in HAZARDS:
         print(f"  {name:<42} {report.coverage[name]:>6}" + ("   WARNING: never hit" if not report.coverage[name] else ""))
+    report, flaky = confirm_findings(report, ref, folder)
     written = save_findings(report, ref, out, Path(args.save_corpus) if args.save_corpus else None,
                             processor_path=folder)
     for line in render_findings(report, written):
         print(line)
+    for line in render_flaky(flaky):
+        print(line)
     uncovered = report.uncovered
     if args.junit_xml:
         write_junit(args.junit_xml, [junit_suite(report, ref, written, args.require_coverage)])
-    if report.findings:
-        print(f"\nFAIL: {len(report.findings)} kind(s) of finding: {', '.join(report.findings)}")
+    if report.findings or flaky:
+        if report.findings:
+            print(f"\nFAIL: {len(report.findings)} kind(s) of finding: {', '.join(report.findings)}")
+        if flaky:
+            print(f"\nFAIL: {len(flaky)} flaky finding(s), not reproduced in a fresh process: "
+                  f"{', '.join(flaky)}; the search itself is not deterministic for this processor "
+                  "(state that outlives a run: see README, \"What runs as in production\")")
         return 1
     if uncovered and args.require_coverage:
         print(f"\nFAIL: hazard windows never hit: {', '.join(uncovered)} (--require-coverage)")
@@ -121,6 +124,38 @@ def cmd_check(args) -> int:
     print(f"\nPASS: no violation in {report.examples} examples" +
           (f"; never hit: {', '.join(uncovered)}" if uncovered else "; every hazard window hit"))
     return 0
+
+
+def confirm_findings(report, ref: str, processor_path: str | None):
+    """Replay each finding's replay file in a fresh process (``acksim.search.selfcheck``):
+    returns (the report with only the findings that came back the same, findings and history
+    hash; {name: (scenario, result, what differed)} for the flaky ones)."""
+    import tempfile
+
+    from acksim.search.selfcheck import differences, replay_in_fresh_process
+
+    confirmed, flaky = {}, {}
+    with tempfile.TemporaryDirectory(prefix="acksim-selfcheck-") as tmp:
+        for name, (scenario, result) in report.findings.items():
+            path = Path(tmp) / f"{safe_name(name)}.toml"
+            path.write_text(replay_text(scenario, result, ref, processor_path), encoding="utf-8")
+            diff = differences(result.failures, history_digest(result.history), replay_in_fresh_process(path))
+            if diff:
+                flaky[name] = (scenario, result, diff)
+            else:
+                confirmed[name] = (scenario, result)
+    return replace(report, findings=confirmed), flaky
+
+
+def render_flaky(flaky: dict) -> list[str]:
+    """Each flaky finding: what the search saw, what a fresh process saw instead, the schedule."""
+    lines: list[str] = []
+    for name, (scenario, result, diff) in flaky.items():
+        lines.append(f"\nflaky finding {name}: the search saw {', '.join(result.failures)}, but its replay in a "
+                     f"fresh process gave {'; '.join(diff)}; not a counterexample")
+        lines.append("  schedule (as searched):")
+        lines += [f"    {line}" for line in schedule(scenario)]
+    return lines
 
 
 def junit_suite(report, ref: str, replay_paths: list[Path], require_coverage: bool):

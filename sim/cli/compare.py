@@ -24,7 +24,8 @@ from acksim.report.outdir import check_out_dir, safe_name
 from acksim.scenario.presets import PRESETS
 from acksim.scenario import read_data
 from acksim.report import staged
-from acksim.world.processor_ref import anchor_refs
+from acksim.world.processor_ref import anchor_refs, canonical_ref
+from acksim.cli.candidates import apply_design, resolve as resolve_candidate
 from acksim.report.plots._canvas import new_figure, to_png
 from acksim.judges.slo import LOWER_BOUND_FIGURES
 from acksim.judges.summary import reasons_text
@@ -41,6 +42,9 @@ def add_compare_parser(sub) -> None:
     p.add_argument("--seed", type=int, help="override the scenario's seed for every preset (0 .. 2**63-1)")
     p.add_argument("--junit-xml", metavar="FILE", help="also write the verdicts as JUnit XML: a suite per preset, "
                                                        "a test case per invariant and SLO figure")
+    p.add_argument("--processor", metavar="REF", help="code under test (default: the scenario's processor)")
+    p.add_argument("--candidate", metavar="NAME", help="a bundled candidate design (its processor and design "
+                                                       "options) from acksim.model.candidates; see README")
 
 
 def cmd_compare(args) -> int:
@@ -49,6 +53,9 @@ def cmd_compare(args) -> int:
     anything runs or is written."""
     names = preset_names(args.presets)
     data = anchor_refs(read_data(args.scenario), Path(args.scenario).parent, args.scenario)  # refs from its folder
+    ref, design = resolve_candidate(getattr(args, "candidate", None), getattr(args, "processor", None))
+    if ref is not None or design:
+        data = apply_design(data, design, canonical_ref(ref) if ref else None)
     scenarios = preset_scenarios(data, args.scenario, names, args.seed)
     out = Path(args.out) if args.out is not None else Path("reports") / f"compare-{safe_name(scenarios[0].name)}"
     check_out_dir(out)  # an earlier comparison (acksim's files only) is replaced

@@ -53,6 +53,8 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     run.add_argument("--processor", metavar="REF",
                      help="code under test, package.module:function or path/to/file.py:function "
                           "(default: the scenario's processor, the reference acksim.model.processor:process)")
+    run.add_argument("--candidate", metavar="NAME", help="a bundled candidate design (its processor and design "
+                                                         "options) from acksim.model.candidates; see README")
     run.add_argument("--junit-xml", metavar="FILE",
                      help="also write the verdict as JUnit XML: one test case per invariant and SLO figure")
     for name, (module, add_parser, _cmd) in COMMANDS.items():
@@ -114,6 +116,12 @@ def cmd_run(args) -> int:
 
         args.scenario = str(bundled(DEFAULT_SCENARIO))
     scenario = with_overrides(load(args.scenario), seed=args.seed)  # bad input answers before heavy imports
+    from acksim.cli.candidates import apply_design, resolve as resolve_candidate
+    from acksim.scenario import parse
+
+    args.processor, design = resolve_candidate(args.candidate, args.processor)
+    if design:
+        scenario = parse(apply_design(scenario.model_dump(), design, None), "--candidate")
     from acksim.cli.check import replay_lines
     from acksim.judges.summary import build_summary, passed, reasons_text
     from acksim.report import write_report
@@ -124,13 +132,13 @@ def cmd_run(args) -> int:
 
     if scenario.fanout.updates:
         return _run_fanout(scenario, args)
-    processor = load_processor(args.processor or scenario.processor, "--processor" if args.processor else "processor",
-                               path=scenario.processor_path)
+    ref = args.processor or scenario.processor
+    load_processor(ref, "--processor" if args.processor else "processor", path=scenario.processor_path)  # bad input: exit 2
     out = Path(args.out) if args.out is not None else default_out(args.scenario, scenario)
     check_out_dir(out)
     if args.junit_xml:
         check_junit_path(args.junit_xml, out=out)
-    world = World(scenario, processor)
+    world = World(scenario, ref)  # by reference: each worker start gets a fresh copy of the code
     update, close = _progress_bar(world._planned_end())
     world.progress = update
     previous = signal.signal(signal.SIGTERM, _terminate)  # unwind, so the temporary stores go
@@ -187,12 +195,12 @@ def _run_fanout(scenario, args) -> int:
     from acksim.judges.summary import passed, reasons_text
 
     ref, field = (args.processor, "--processor") if args.processor else (scenario.fanout.processor, "fanout.processor")
-    processor = load_processor(ref, field, FANOUT_PARAMS, path=scenario.processor_path)
+    load_processor(ref, field, FANOUT_PARAMS, path=scenario.processor_path)  # bad input: exit 2
     out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
     check_out_dir(out)
     if args.junit_xml:
         check_junit_path(args.junit_xml, out=out)
-    world = FanoutWorld(scenario, processor)
+    world = FanoutWorld(scenario, ref)
     try:
         outcome = world.run()
     finally:

@@ -40,6 +40,8 @@ def check(processor: Callable | str, *, scenario: str | Path | None = None, max_
         check_processor(processor, repr(processor))
         ref, fn = reference_of(processor), processor
     base = base_scenario(load(scenario) if scenario else None, sections)
-    report = run_check(fn, base, max_examples=max_examples, seed=seed, database=database,
+    # a reference is run by reference: every worker start of every example gets a fresh copy
+    report = run_check(ref if isinstance(processor, str) else fn, base, max_examples=max_examples, seed=seed,
+                       database=database,
                        key=f"{ref}|{describe(base)}")
     return report, ref, base

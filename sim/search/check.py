@@ -72,8 +72,10 @@ class ExampleResult:
     errors: list[str]
 
 
-def run_example(scenario: Scenario, processor: Callable) -> ExampleResult:
-    """Run one world to the end and judge it. Raises nothing the processor raises of its own
+def run_example(scenario: Scenario, processor: Callable | str) -> ExampleResult:
+    """Run one world to the end and judge it. ``processor``: a reference (each worker start
+    of the example gets a fresh copy of the code, ``acksim.world.code``) or a callable run as
+    given. Raises nothing the processor raises of its own
     (``KeyboardInterrupt`` apart: a Ctrl-C still stops a check); see ``acksim.world.interleave`` for
     what a processor can still do to the process itself (``os._exit``, a blocking C call)."""
     with tempfile.TemporaryDirectory(prefix="acksim-check-") as tmp:
@@ -125,11 +127,12 @@ class CheckReport:
         return [name for name, _ in HAZARDS if not self.coverage[name]]
 
 
-def run_check(processor: Callable, base: Scenario, *, max_examples: int = 500, seed: int = 0,
+def run_check(processor: Callable | str, base: Scenario, *, max_examples: int = 500, seed: int = 0,
               database: Path | None = None, key: str = "",
               progress: Callable[[int], None] | None = None,
               stop_at: frozenset[str] | None = None) -> CheckReport:
     """Search up to ``max_examples`` examples around ``base`` for every kind of finding.
+    ``processor``: a reference (fresh copies of the code per worker start) or a callable.
 
     A search round tries up to ``max_examples`` generated examples, stops at its first
     failure and shrinks it; the next round searches again, counting the kinds already found

@@ -28,7 +28,8 @@ from acksim.world.faults import FaultPlan, fault_injector, killer
 from acksim.history import History, Record
 from acksim.world.outbox_relay import OutboxRelay
 from acksim.world.queue import Queue
-from acksim.world.processor_ref import load_processor
+from acksim.world.code import CodeUnderTest
+from acksim.world.vclock import VirtualClock
 from acksim.world.renewals import LifecycleOp, Renewals, plan_workload, planned_workload
 from acksim.scenario import Scenario
 from acksim.world.scheduler import Scheduler
@@ -79,8 +80,11 @@ class Outcome:
 
 
 class World:
-    """Everything one run needs. ``processor`` is the code under test (by default the one
-    the scenario names, the reference ``acksim.model.process`` unless it says otherwise); ``db_path`` is the SQLite file (a temporary one by
+    """Everything one run needs. ``processor`` is the code under test: a reference (by default
+    the one the scenario names, the reference ``acksim.model.processor:process`` unless it says
+    otherwise), of which every worker start gets a fresh copy (``acksim.world.code``), or a
+    callable, run as given. While it runs it reads virtual time (``clock``, from the
+    scenario's ``epoch``; ``acksim.world.vclock``). ``db_path`` is the SQLite file (a temporary one by
     default); ``progress`` is called with the virtual time now and then; ``workload`` is an
     explicit plan (initial deadline by account id, sorted lifecycle steps) instead of the one
     drawn from the scenario's ``[workload]`` table. ``run.step_budget_s`` and
@@ -89,12 +93,15 @@ class World:
     for a processor reference that cannot be loaded or a scenario whose estimated cost is over
     ``run.max_events`` (``acksim.world.cost``)."""
 
-    def __init__(self, scenario: Scenario, processor: Callable | None = None,
+    def __init__(self, scenario: Scenario, processor: Callable | str | None = None,
                  db_path: str | Path | None = None, progress: Callable[[float], None] | None = None,
                  workload: tuple[dict[str, float], list[LifecycleOp]] | None = None) -> None:
         refuse_if_too_costly(scenario)
         self.scenario = scenario
-        self.processor = processor if processor is not None else load_processor(scenario.processor, path=scenario.processor_path)
+        self.code = CodeUnderTest(processor if processor is not None else scenario.processor,
+                                  path=scenario.processor_path)
+        self.processor = self.code.function  # the harness's own copy (validated); workers run images
+        self.clock = VirtualClock(scenario.epoch)
         self.progress = progress
         self.env = simpy.Environment()
         self.history = History(lambda: self.env.now)
@@ -129,6 +136,10 @@ class World:
         self.poison_accounts = frozenset(scenario.faults.poison_accounts)  # membership only
 
     # --- time ------------------------------------------------------------------------------
+    def now(self) -> float:
+        """The virtual time now, in seconds (what the code under test's clocks are set to)."""
+        return self.env.now
+
     def to_datetime(self, t: float) -> datetime:
         """Virtual seconds → aware UTC datetime (microsecond precision)."""
         return self.scenario.epoch + timedelta(seconds=t)
@@ -155,7 +166,7 @@ class World:
         env.process(self.relay.run())
         for i in range(1, sc.workers.count + 1):
             name = f"worker-{i}"
-            self.workers.append(env.process(worker(self, name, self.processor, stream(sc.seed, name))))
+            self.workers.append(env.process(worker(self, name, stream(sc.seed, name))))
         if sc.faults.deployments:
             env.process(fault_injector(self, sc.faults.deployments))
         if sc.faults.kills:
@@ -233,10 +244,10 @@ class World:
         ``stop_on_processor_error`` (a check: the example is a finding already) the run ends
         here. An ``ImportError`` is also kept in ``import_error``: a processor that cannot
         import what it needs is a broken environment (exit 2), not a verdict on the design."""
-        text = error if isinstance(error, str) else "".join(traceback.format_exception(error))
+        text = error if isinstance(error, str) else error_text(error)
         self.processor_errors.append((when, worker, message_id, text))
         if isinstance(error, ImportError) and self.import_error is None:
-            self.import_error = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+            self.import_error = error_line(error)
         if self.stop_on_processor_error:
             raise RunStopped(text)
 
@@ -259,7 +270,37 @@ class World:
             self._tmp.cleanup()
 
 
-def simulate(scenario: Scenario, processor: Callable | None = None) -> Outcome:
+MAX_ERROR_TEXT = 20_000  # characters of a processor's traceback kept (its head and its tail)
+
+
+def error_text(error: BaseException, limit: int = MAX_ERROR_TEXT) -> str:
+    """``error``'s traceback as text, safe whatever the processor raised: an exception whose
+    ``str()`` raises or returns a non-string is shown by its type, characters that cannot be
+    printed (lone surrogates) are escaped, and a text over ``limit`` characters keeps its
+    first and last halves around a note of how much was cut."""
+    try:
+        text = "".join(traceback.format_exception(error))
+    except BaseException:  # noqa: BLE001 - a pathological exception object
+        text = f"{type(error).__module__}.{type(error).__qualname__}: <the exception could not be formatted>\n"
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    if len(text) > limit:
+        half = limit // 2
+        text = f"{text[:half]}\n... {len(text) - 2 * half} characters cut ...\n{text[-half:]}"
+    return text
+
+
+def error_line(error: BaseException, limit: int = 300) -> str:
+    """``"Type: message"``, its first line, at most ``limit`` characters, printable whatever
+    ``error``'s ``str()`` does (raises, returns a huge or unprintable text)."""
+    try:
+        message = str(error)
+    except BaseException:  # noqa: BLE001 - a pathological exception object
+        message = "<str() of the exception failed>"
+    line = (f"{type(error).__name__}: {message}".splitlines() or [type(error).__name__])[0][:limit]
+    return line.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def simulate(scenario: Scenario, processor: Callable | str | None = None) -> Outcome:
     """Run ``scenario`` to the end in a fresh ``World`` (with ``processor``, or the one the
     scenario names) and close it; returns the history and final state. Raises as ``World``."""
     world = World(scenario, processor)

@@ -42,10 +42,11 @@ from acksim.history import History
 from acksim.scenario import Scenario
 from acksim.world.budget import run_guarded
 from acksim.world.cost import refuse_if_too_costly
-from acksim.world.core import FinalState, Outcome, scenario_queue, stream
+from acksim.world.core import FinalState, Outcome, error_line, scenario_queue, stream
 from acksim.world.faults import FaultPlan, fault_injector, killer, stay_down, store_latency
 from acksim.world.interleave import Attempt, Finished, ProcessorHung, Sleep
-from acksim.world.processor_ref import load_processor
+from acksim.world.code import CodeUnderTest
+from acksim.world.vclock import VirtualClock
 from acksim.world.queue import body_bytes
 from acksim.world.worker import WHOLE_WORKER_PHASES, WorkerCrash
 
@@ -107,15 +108,20 @@ class _Recording:
 class FanoutWorld:
     """One run of the fan-out design: ``FanoutWorld(scenario).run()`` -> ``Outcome`` (the
     final state's ``markers`` are the committed delivery records as (key, 1)). ``processor``
-    overrides ``fanout.processor``. Raises ``ScenarioError`` for a processor that cannot load."""
+    (a reference, of which every worker start gets a fresh copy, or a callable run as given;
+    ``acksim.world.code``) overrides ``fanout.processor``; it reads virtual time while it runs
+    (``acksim.world.vclock``). Raises ``ScenarioError`` for a processor that cannot load."""
 
-    def __init__(self, scenario: Scenario, processor: Callable | None = None) -> None:
+    def __init__(self, scenario: Scenario, processor: Callable | str | None = None) -> None:
         refuse_if_too_costly(scenario)
         self.scenario = scenario
         self._budget_reason: str | None = None  # ``run.max_events`` / ``max_wall_s`` ran out
         self._undrained = False  # ``run.max_time_s`` came before the pipeline drained
         cfg = scenario.fanout
-        self.processor = processor or load_processor(cfg.processor, "fanout.processor", FANOUT_PARAMS)
+        self.code = CodeUnderTest(processor or cfg.processor, "fanout.processor", FANOUT_PARAMS,
+                                  scenario.processor_path)
+        self.processor = self.code.function
+        self.clock = VirtualClock(scenario.epoch)
         self.env = simpy.Environment()
         self.history = History(lambda: self.env.now)
         self._tmp = tempfile.TemporaryDirectory(prefix="acksim-fanout-")
@@ -165,13 +171,14 @@ class FanoutWorld:
     def _worker(self, name: str, rng: random.Random):
         env, queue = self.env, self.queue
         records = SqliteDeliveryRecords(self._connect())
+        code = self.code.start()  # this worker process's copy of the code under test
         while True:
             receiving = queue.receive(name)
             delivery = None
             try:
                 delivery = yield receiving
                 self.busy.add(name)
-                yield from self._handle(name, rng, records, delivery)
+                yield from self._handle(name, rng, records, delivery, code)
                 self.busy.discard(name)
             except (WorkerCrash, simpy.Interrupt) as exc:
                 phase, down = exc.cause if isinstance(exc, simpy.Interrupt) else (exc.phase, exc.down_s)
@@ -188,20 +195,22 @@ class FanoutWorld:
                 executing = delivery.message_id if delivery is not None and phase not in WHOLE_WORKER_PHASES else None
                 queue.consumer_lost(name, executing)
                 yield from stay_down(env, self.history, name, down)
+                code = self.code.start()  # a new process
 
-    def _handle(self, name, rng, records, delivery):
+    def _handle(self, name, rng, records, delivery, code):
         env, queue, cfg = self.env, self.queue, self.scenario.fanout
         restart = self.scenario.workers.restart_delay_s
         task = self.tasks[delivery.job.account_id]
         recording = _Recording(records)
         records.begin()
         rc = delivery.receive_count
-        processor = self.processor
+        processor, image = code
 
         def run(t, r, e):
             return processor(t, r, e, attempt=rc, base_s=cfg.backoff_base_s, max_s=cfg.backoff_max_s)
         attempt = Attempt(run, task, {"records": recording, "endpoint": self.endpoint},
-                          self.scenario.run.step_budget_s)
+                          self.scenario.run.step_budget_s, image=image, clock=self.clock,
+                          now=lambda: self.env.now)
         self._current[name] = attempt
         self.history.record("attempt_started", name, message_id=delivery.message_id,
                             account_id=task.key, receive_count=rc)
@@ -229,7 +238,7 @@ class FanoutWorld:
             error = TypeError(f"the processor returned {decision!r}, not a acksim.model.shipment.Decision")
         if error is not None and not isinstance(error, ConflictError):
             self.history.record("processor_error", name, message_id=delivery.message_id, account_id=task.key,
-                                receive_count=rc, detail=f"{type(error).__name__}: {error}".splitlines()[0][:300])
+                                receive_count=rc, detail=error_line(error))
         try:
             if error is None and decision is not None and decision.action == "done":
                 records.commit()
@@ -241,7 +250,7 @@ class FanoutWorld:
                 records.rollback()
         if error is not None:
             self.history.record("tx_rolled_back", name, message_id=delivery.message_id, account_id=task.key,
-                                receive_count=rc, detail=f"{type(error).__name__}: {error}"[:200])
+                                receive_count=rc, detail=error_line(error, 200))
             queue.nack(delivery, name, queue.backoff(rc))
             return
         for key, update_id, subscriber in recording.written if decision.action == "done" else ():

@@ -10,6 +10,14 @@ A crash is not an exception the processor can catch: the worker abandons the att
 the greenlet is unwound with ``Abandoned`` (a BaseException) while every store refuses
 further calls.
 
+While the processor runs it lives in its worker's process image and on virtual time: every
+switch into the greenlet enters the worker's ``acksim.world.images.Image`` (its own copy of
+the user's modules in ``sys.modules``) and the world's ``acksim.world.vclock.VirtualClock``
+(``time.time``, ``datetime.now`` and the like read ``epoch + env.now``; ``time.monotonic`` and
+``perf_counter`` read an origin + ``env.now``; ``time.sleep``, also bound early as
+``from time import sleep``, passes virtual time), and leaves both on the way out, so the
+harness between two switches sees the real clocks and its own modules.
+
 Misbehaving code gets a verdict, never a hung harness: ``time.sleep`` inside the processor
 passes virtual time instead of wall time; a processor that swallows ``Abandoned`` and keeps
 calling its stores is left suspended after ``MAX_REFUSED_CALLS`` refusals; and a processor
@@ -17,8 +25,8 @@ that runs longer than ``STEP_BUDGET_S`` of wall-clock time between two store cal
 interrupted and reported as ``ProcessorHung`` (the one place the harness reads a clock), as
 is one that makes over ``MAX_CALLS`` store calls in one attempt. Limits: the interruption is
 a ``KeyboardInterrupt`` that a processor could swallow, it cannot stop a blocking C call,
-``time.sleep`` bound before the run (``from time import sleep``) sleeps in wall time, and
-``os._exit`` ends the process: only a separate process would contain those.
+a virtual clock does not move inside a busy-wait (``while monotonic() < t: pass`` is reported
+as hung), and ``os._exit`` ends the process: only a separate process would contain those.
 """
 
 from __future__ import annotations
@@ -35,6 +43,7 @@ STEP_BUDGET_S = 10.0
 MAX_REFUSED_CALLS = 1000
 MAX_CALLS = 10_000
 _REAL_SLEEP = time.sleep
+_REAL_MONOTONIC = time.monotonic  # bound early: user code may run with time.monotonic virtual
 _ZOMBIES: list = []  # processors that would not stop; kept so garbage collection never resumes them
 
 
@@ -102,6 +111,11 @@ class Attempt:
     """One run of ``processor(job, *stores.values())`` in its own greenlet (the cleanup
     design: ``processor(job, accounts, cleanup_store, outbox)``).
 
+    ``image`` (an ``acksim.world.images.Image``, whose ``function`` is normally
+    ``processor``) is entered around every step; ``clock`` (an ``acksim.world.vclock
+    .VirtualClock``) is entered at ``now()`` (virtual seconds) around every step. Without a
+    clock only ``time.sleep`` is replaced (by ``sleep``).
+
     Lifecycle: ``step()`` runs the processor until its next store call boundary and returns
     a ``StoreCall`` or, at the end, ``Finished``; call ``step()`` again to continue. After
     ``abandon()`` the attempt is dead: the processor was unwound and its stores refuse calls.
@@ -109,7 +123,9 @@ class Attempt:
     """
 
     def __init__(self, processor: Callable, job: Any, stores: dict[str, Any],
-                 budget_s: float = STEP_BUDGET_S) -> None:
+                 budget_s: float = STEP_BUDGET_S, *, image: Any = None, clock: Any = None,
+                 now: Callable[[], float] | None = None) -> None:
+        self.image, self.clock, self.now = image, clock, now
         self.calls = 0
         self.abandoned = False
         self.refused = 0
@@ -208,7 +224,7 @@ class _Watchdog:
         while True:
             _REAL_SLEEP(0.05)
             started = self.started_at
-            if started is not None and time.monotonic() - started > self.budget_s:
+            if started is not None and _REAL_MONOTONIC() - started > self.budget_s:
                 self.fired = True
                 _thread.interrupt_main()
                 _REAL_SLEEP(0.2)
@@ -218,12 +234,19 @@ _WATCHDOG = _Watchdog()
 
 
 def _watched(attempt: Attempt, run: Callable):
-    """Run a greenlet switch with ``time.sleep`` virtualised and the watchdog armed."""
+    """Run a greenlet switch inside the attempt's image and virtual clock (or with only
+    ``time.sleep`` virtualised, without a clock) and with the watchdog armed."""
     if threading.current_thread() is threading.main_thread():
         _WATCHDOG.ensure_running()
     _WATCHDOG.budget_s, _WATCHDOG.fired = attempt.budget_s, False
-    _WATCHDOG.started_at = time.monotonic()
-    saved, time.sleep = time.sleep, attempt.sleep
+    _WATCHDOG.started_at = _REAL_MONOTONIC()
+    image, clock = attempt.image, attempt.clock
+    if image is not None:
+        image.enter()
+    if clock is not None:
+        clock.enter(attempt.now(), attempt.sleep)  # time.sleep too: a virtual Sleep
+    else:
+        saved, time.sleep = time.sleep, attempt.sleep
     try:
         return run()
     except KeyboardInterrupt:
@@ -235,4 +258,9 @@ def _watched(attempt: Attempt, run: Callable):
         raise
     finally:
         _WATCHDOG.started_at = None
-        time.sleep = saved
+        if clock is not None:
+            clock.exit()
+        else:
+            time.sleep = saved
+        if image is not None:
+            image.exit()

@@ -50,15 +50,18 @@ class _State:
         self.held: list[simpy.Process] = []  # ETA jobs waiting in this worker's memory
 
 
-def worker(world, name: str, processor: Callable, rng: random.Random):
-    """SimPy process of one consumer named ``name`` running ``processor``.
+def worker(world, name: str, rng: random.Random):
+    """SimPy process of one consumer named ``name`` running the world's code under test.
 
     Runs forever; the world stops the simulation. ``rng`` is this worker's own random stream
-    (store latencies and crash draws).
+    (store latencies and crash draws). Each start of the worker's process, the first and one
+    after every crash, kill or deployment, gets a fresh copy of the code
+    (``world.code.start()``: a new process image); the ETA jobs it holds run on that copy.
     """
     env, queue = world.env, world.queue
     session = world.db.session()
     state = _State()
+    processor = world.code.start()
     while True:
         try:
             state.receiving = queue.receive(name)
@@ -84,12 +87,14 @@ def worker(world, name: str, processor: Callable, rng: random.Random):
                     held.interrupt(phase)
             state.held = []
             yield from stay_down(env, world.history, name, down_s)
+            processor = world.code.start()  # a new process: the old one's memory is gone
 
 
-def _held(world, name: str, processor: Callable, rng: random.Random, delivery: Delivery):
+def _held(world, name: str, processor: tuple, rng: random.Random, delivery: Delivery):
     """SimPy process of one ETA job held by worker ``name``: wait until due, then run it on
-    a session of its own. A crash drawn while it runs ends this job only (its loan is handled
-    as ``queue.on_worker_lost`` says); an interrupt means the worker went down."""
+    a session of its own, on the worker's copy of the code (``processor``: (function, image)).
+    A crash drawn while it runs ends this job only (its loan is handled as
+    ``queue.on_worker_lost`` says); an interrupt means the worker went down."""
     env, key = world.env, f"{name}/held-{delivery.number}"
     world.busy.add(key)
     session = world.db.session()
@@ -108,6 +113,13 @@ def _held(world, name: str, processor: Callable, rng: random.Random, delivery: D
     finally:
         world.busy.discard(key)
         session.close()
+
+
+def error_line(error: BaseException) -> str:
+    """One printable line naming the processor's error (``acksim.world.core.error_line``)."""
+    from acksim.world.core import error_line as line
+
+    return line(error)
 
 
 def _crash(world, name: str, session, state: _State, phase: str, only: int | None = None) -> None:
@@ -158,7 +170,8 @@ def _service_time(cfg, rng: random.Random) -> float:
 
 
 def _handle(world, name, processor, rng, session, state: _State, delivery: Delivery):
-    """Process one delivery: the ack policy, the unit of work and its retries.
+    """Process one delivery: the ack policy, the unit of work and its retries. ``processor``:
+    (the function to call, the worker's image or None), from ``world.code.start()``.
 
     Per attempt: begin (unit-of-work scope), run the processor step by step (latency and crash
     draws at each store call), commit, record what committed. A conflict rolls back and
@@ -181,9 +194,9 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
     for attempt_no in range(cfg.conflict_retries + 1):
         if unit_of_work:
             session.begin()
-        attempt = Attempt(processor, delivery.job, {
+        attempt = Attempt(processor[0], delivery.job, {
             "accounts": session.accounts, "cleanup_store": session.cleanup_store, "outbox": session.outbox},
-            world.step_budget_s)
+            world.step_budget_s, image=processor[1], clock=world.clock, now=world.now)
         state.attempt = attempt
         world.history.record("attempt_started", name, message_id=delivery.message_id,
                              account_id=delivery.job.account_id,
@@ -242,7 +255,7 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                 yield env.timeout(rng.uniform(0.0, cfg.conflict_backoff_s * 2 ** attempt_no))  # full jitter
                 continue
         else:
-            summary = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+            summary = error_line(error)
             _log_tx(world, "processor_error", name, delivery, summary)
             world.processor_failed(env.now, name, delivery.message_id, error)
             if unit_of_work:

@@ -111,3 +111,21 @@ def test_virtual_sleep_refuses_what_time_sleep_refuses(length, error):
 
     result = run_example(one_account(), sleeper)
     assert result.failures == ("processor_error",) and error in result.errors[0]
+
+
+class _Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("str() refused")
+
+
+def raises_unprintable(job, accounts, cleanup_store, outbox):
+    accounts.get(job.account_id)
+    raise _Unprintable()
+
+
+def test_an_exception_whose_str_raises_is_a_finding_not_a_harness_error():
+    result = run_example(one_account(), raises_unprintable)
+    assert result.failures == ("processor_error",)
+    assert "_Unprintable" in result.errors[0]
+    assert any(r.detail == "_Unprintable: <str() of the exception failed>" for r in result.history
+               if r.kind == "processor_error")
