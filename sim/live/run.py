@@ -26,7 +26,8 @@ import shutil
 import signal
 import tempfile
 import time
-from contextlib import ExitStack
+import sys
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -49,15 +50,25 @@ class BrokerMissing(ScenarioError):
     """A broker binary or client module is not installed (one line naming the package)."""
 
 
+@contextmanager
 def broker_context(kind: str):
-    """The context manager starting broker ``kind``. Raises ``BrokerMissing``."""
+    """Start broker ``kind`` for the block, stop it after; raises ``BrokerMissing`` when its
+    binary or client module is not installed."""
     from acksim.live import brokers
 
     makers = {"redis": brokers.redis_server, "rabbitmq": brokers.rabbitmq_server, "sqs": brokers.sqs_server}
+    cm = makers[kind]()
     try:
-        return makers[kind]()
+        broker = cm.__enter__()
     except brokers.BrokerNotInstalled as exc:
         raise BrokerMissing(f"--broker {kind}: {exc}") from None
+    try:
+        yield broker
+    except BaseException:
+        if not cm.__exit__(*sys.exc_info()):
+            raise
+    else:
+        cm.__exit__(None, None, None)
 
 
 def check_live_scenario(sc: Scenario) -> None:

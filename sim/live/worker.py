@@ -204,7 +204,10 @@ class Worker:
     def ack(self, d, number: int) -> None:
         if self.plan.crash(self.rng, number, "during_ack"):
             self.die("during_ack")
-        self.rec("acked" if self.consumer.ack(d) else "ack_stale", d)
+        acked = self.consumer.ack(d)
+        self.rec("acked" if acked else "ack_stale", d)
+        if self.sc.workers.ack_policy == "after_commit":
+            self.state["delivery"] = None  # a deployment from here on holds nothing
 
     def writes(self, d, writes, at: float | None = None) -> None:
         """Record what SQLite committed (ground truth), as ``acksim.world.worker._record_writes``."""
