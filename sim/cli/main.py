@@ -19,7 +19,7 @@ from acksim.report.junit import check_junit_path
 from acksim.report.outdir import UsageError, check_out_dir, safe_name
 from acksim.cli.check import add_check_parser, cmd_check, replay_verdict
 from acksim.cli.compare import add_compare_parser, cmd_compare
-from acksim.cli.live import add_live_parser, cmd_live
+from acksim.cli.live import add_crosscheck_parser, add_live_parser, cmd_crosscheck, cmd_live
 from acksim.cli.sweep import add_sweep_parser, cmd_sweep
 from acksim.world.interleave import ProcessorHung
 from acksim.world.processor_ref import load_processor
@@ -51,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     add_sweep_parser(sub)
     add_compare_parser(sub)
     add_live_parser(sub)
+    add_crosscheck_parser(sub)
     schema = sub.add_parser("schema", help="print the JSON Schema of a scenario file or of summary.json")
     schema.add_argument("which", choices=("scenario", "summary"), help="scenario or summary")
     presets = sub.add_parser("presets", help="list the queue and scheduler presets, or show one")
@@ -212,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_compare(args)
         if args.command == "live":
             return cmd_live(args)
+        if args.command == "crosscheck":
+            return cmd_crosscheck(args)
         if args.command == "presets":
             return cmd_presets(args)
         if args.command == "schema":

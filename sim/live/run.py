@@ -201,7 +201,9 @@ class LiveRun:
         planned_end = max([max(deadlines.values(), default=0.0), ops[-1].at_s if ops else 0.0,
                            *(d.at_s + sc.workers.count * d.worker_down_s for d in sc.faults.deployments)])
         wl = sc.workload  # a roll-over, an extension or a new term arms one more deadline past the plan
-        horizon = planned_end + wl.rollover_delay_s + wl.term_s + wl.extension_s[1]
+        longest_extension = (max((s.amount_s for s in sc.plan.steps), default=0.0) if sc.plan.accounts
+                             else wl.extension_s[1])
+        horizon = planned_end + wl.rollover_delay_s + wl.term_s + longest_extension
         bound = self.max_wall_s if self.max_wall_s is not None else horizon * self.scale * 1.5 + 60.0
         bound = min(bound, sc.run.max_wall_s)
 
@@ -266,7 +268,7 @@ class LiveRun:
                 "not_live": ["outbox relay and mail provider (no reminder_sent records)",
                              "visibility expiries are not observed (no visibility_expired records)",
                              "store latency, latency spikes, pauses, kills, broker restarts, spurious duplicates"],
-                "worker_failures": self.worker_failures[:5]}
+                "worker_failures": self.worker_failures[:5], "stop_reason": stop_reason}
         return LiveResult(Outcome(history, final), live)
 
     # --- the loop's actions ---------------------------------------------------------------
