@@ -21,7 +21,9 @@ from acksim.history import COLUMNS, Record, to_csv
 from acksim.judges.invariants import INVARIANTS, check_all
 from acksim.scenario import Scenario, parse
 
-CANDIDATE_CYCLE = ("reference", "naive", "reference", "no-version-check", "reference", "autocommit")
+CANDIDATE_CYCLE = ("reference", "naive", "no-renewed-check", "reference", "no-version-check", "autocommit",
+                   "ack-before-processing")
+VIOLATING_SHARE = 1 / 3  # of the drawn schedules, this share violates an invariant in the simulation
 TARGET_WALL_S = 20.0  # a drawn schedule's planned span is scaled to about this many wall seconds
 MIN_SCALE, MAX_SCALE = 0.005, 0.05
 
@@ -68,6 +70,30 @@ def draw(n: int, seed: int) -> list[tuple[str, Scenario]]:
         name = CANDIDATE_CYCLE[i % len(CANDIDATE_CYCLE)]
         out.append((name, livable(sc, CANDIDATES[name].design)))
     return out
+
+
+def pick(n: int, seed: int) -> list[tuple[str, Scenario, bool]]:
+    """``n`` drawn schedules ``(candidate, scenario, violates in the simulation)``, about
+    ``VIOLATING_SHARE`` of them violating: up to ``8 n`` are drawn (``draw``) and simulated,
+    and the first ones of each kind kept, in draw order (fewer violating ones if the draws had
+    fewer)."""
+    from acksim.model.candidates import CANDIDATES
+    from acksim.world.core import simulate
+
+    want_bad = round(n * VIOLATING_SHARE)
+    bad, good = [], []
+    for i, (name, sc) in enumerate(draw(8 * n, seed)):
+        found = check_all(*_outcome(simulate(sc, CANDIDATES[name].processor)))
+        violates = not all(v["holds"] for v in found.values())
+        (bad if violates else good).append((i, name, sc, violates))
+        if len(bad) >= want_bad and len(good) >= n - want_bad:
+            break
+    chosen = bad[:want_bad] + good[:n - len(bad[:want_bad])]
+    return [(name, sc, v) for _i, name, sc, v in sorted(chosen, key=lambda t: t[0])]
+
+
+def _outcome(o):
+    return o.history, o.final
 
 
 def fit_scale(scenario: Scenario) -> float:

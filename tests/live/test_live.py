@@ -160,3 +160,38 @@ def test_journals_merge_by_time_then_journal_then_line(tmp_path):
         (2.0, 0, "published", "scheduler"), (2.0, 1, "delivered", "worker-1"),
         (2.5, 2, "renewed", "renewals"), (3.0, 3, "tx_committed", "worker-1")]
     assert (h[1].receive_count, h[3].detail, h[2].detail, h[0].deadline) == (1, "0", "renewed", 2.0)
+
+
+def test_livable_takes_out_what_live_cannot_run():
+    from acksim.live.crosscheck import draw, livable
+    from acksim.search.check import base_scenario
+
+    sc = base_scenario(None, {"faults": {"kills": [{"at_s": 5.0, "worker": 1}], "duplicates": [{"delivery": 2}]},
+                              "scheduler": {"mode": "cron"}, "queue": {"redrive_at_s": [100.0]}})
+    out = livable(sc, {"workers": {"transaction_scope": "autocommit"}})
+    assert (out.faults.kills, out.faults.duplicates, out.scheduler.mode, out.queue.redrive_at_s) == ((), (), "per_deadline", ())
+    assert (out.stores.backend, out.workers.transaction_scope, out.run.stop_on_processor_error) == ("sqlite", "autocommit", False)
+    drawn = draw(7, 0)
+    assert [name for name, _ in drawn] == ["reference", "naive", "no-renewed-check", "reference", "no-version-check",
+                                            "autocommit", "ack-before-processing"]
+    assert all(s.scheduler.mode == "per_deadline" and not s.faults.duplicates for _, s in drawn)
+    assert [len(s.plan.accounts) for _, s in drawn] == [len(s.plan.accounts) for _, s in draw(7, 0)]
+
+
+@pytest.mark.live
+@pytest.mark.timeout(240)
+def test_crosscheck_writes_a_row_per_schedule(tmp_path, capsys):
+    need("redis")
+    out = tmp_path / "cc"
+    rc = main(["crosscheck", "--broker", "redis", "--runs", "3", "--out", str(out)])
+    doc = json.loads((out / "crosscheck.json").read_text())
+    assert rc == (0 if doc["agreeing"] == 3 else 1)
+    assert [(r["label"], r["candidate"]) for r in doc["rows"]] == [
+        ("drawn-1", "reference"), ("drawn-2", "naive"), ("drawn-3", "ack-before-processing")]
+    assert [all(r["sim"].values()) for r in doc["rows"]] == [True, True, False]  # a third violate, in the simulation
+    assert doc["sim_violating"] == 1 and doc["broker"] == "redis" and doc["schedules"] == 3
+    assert len(list(out.glob("row*-live.csv"))) == 3 - doc["agreeing"]
+    md = (out / "crosscheck.md").read_text()
+    assert md.startswith("# acksim crosscheck: simulation vs redis ") and "| drawn-2 | naive |" in md
+    assert f"{doc['agreeing']} of 3 schedules agree on every invariant" in md
+    assert "crosscheck on redis: " in capsys.readouterr().out
