@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 SCENARIO ?= scenarios/game-renewal.toml
 OUT ?= reports/game-renewal
 
-.PHONY: setup run test test-nightly bench notebooks clean
+.PHONY: setup brokers run test test-nightly bench notebooks clean
 
 setup: $(VENV)/.installed
 
@@ -18,7 +18,13 @@ $(VENV)/.installed: pyproject.toml
 run: setup
 	$(BIN)/acksim run $(SCENARIO) --out $(OUT)
 
-test: setup
+# The real brokers of `acksim live` (Debian packages; apt-get as root, only when missing).
+brokers:
+	@./tools/install-brokers.sh
+
+# Live tests skip when a broker is missing (one line at the end says which, and how to install);
+# ACKSIM_REQUIRE_LIVE=1 (.ci/run) makes them fail instead.
+test: setup brokers
 	$(BIN)/python -m pytest -q
 
 # The nightly strength: Hypothesis's large profile and the long queueing-theory runs (the M/M/c runs alone take about 17 minutes on 2 cores).

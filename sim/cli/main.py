@@ -26,10 +26,14 @@ COMMANDS: dict[str, tuple[str, str, str]] = {  # name: (module, add_parser, comm
     "check": ("acksim.cli.check", "add_check_parser", "cmd_check"),
     "sweep": ("acksim.cli.sweep", "add_sweep_parser", "cmd_sweep"),
     "compare": ("acksim.cli.compare", "add_compare_parser", "cmd_compare"),
+    "live": ("acksim.cli.live", "add_live_parser", "cmd_live"),
+    "crosscheck": ("acksim.cli.live", "add_crosscheck_parser", "cmd_crosscheck"),
 }
 HELP = {"check": "search fault schedules for a design's invariant violations (Hypothesis)",
         "sweep": "run a grid of scenarios (capacity planning)",
-        "compare": "run one scenario on each queue preset and compare them"}
+        "compare": "run one scenario on each queue preset and compare them",
+        "live": "run a scenario against a real broker (Redis Streams, RabbitMQ, SQS on moto)",
+        "crosscheck": "run schedules both in the simulation and live, and compare the verdicts"}
 
 DEFAULT_SCENARIO = "game-renewal.toml"  # bundled with acksim (acksim.scenarios), found from any folder
 
