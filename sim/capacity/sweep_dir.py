@@ -133,11 +133,13 @@ def write_whole(path: Path, data: bytes) -> None:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)  # so the error names the file, not the temporary one
         raise
 
 
@@ -159,11 +161,13 @@ def append_row(path: Path, row: dict) -> None:
             if written != len(data):
                 raise OSError(errno.ENOSPC, f"short write ({written} of {len(data)} bytes)", str(path))
             os.fsync(fd)
-        except OSError:
+        except OSError as exc:
             try:
                 os.ftruncate(fd, size)
             except OSError:
                 pass  # the torn line stays; the next resume drops it
+            if exc.filename is None:
+                exc.filename = str(path)
             raise
     finally:
         os.close(fd)
