@@ -14,7 +14,6 @@ background, none is left behind.
 from __future__ import annotations
 
 import os
-import signal
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ import pandas as pd
 
 from acksim.capacity.sweep import RunSpec, run_one
 from acksim.capacity.sweep_dir import append_row, note, repair_rows
+from acksim.interrupts import guarded, in_worker
 
 
 def finished_runs(path: Path, sweep_id: str) -> pd.DataFrame:
@@ -72,7 +72,7 @@ def _run(pending: list[RunSpec], executor: str, address: str | None) -> Iterable
         return
     if executor == "local":
         with pool_of(min(os.cpu_count() or 1, len(pending))) as pool:
-            for future in as_completed([pool.submit(run_one, r) for r in pending]):
+            for future in as_completed([pool.submit(guarded, run_one, r) for r in pending]):
                 yield future.result()
     elif executor == "dask":
         if not address:
@@ -86,19 +86,14 @@ def _run(pending: list[RunSpec], executor: str, address: str | None) -> Iterable
         raise ValueError(f"--executor: unknown {executor!r}; one of local, dask")
 
 
-def _ignore_sigint() -> None:
-    """Pool worker initializer: Ctrl-C reaches the whole process group; the parent alone
-    handles it (and terminates the workers), so no worker prints a traceback of its own."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 @contextmanager
 def pool_of(workers: int) -> Iterator[ProcessPoolExecutor]:
     """A ``ProcessPoolExecutor`` of ``workers`` processes that, when the block ends by an
     exception (an interrupt included), terminates its worker processes and waits for them
-    before the exception goes on, instead of waiting for the runs in progress."""
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
+    before the exception goes on, instead of waiting for the runs in progress. Submit
+    ``guarded(fn, arg)`` so a terminated worker removes its temporary stores first
+    (``acksim.interrupts``)."""
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=in_worker)
     try:
         yield pool
     except BaseException:
@@ -110,6 +105,7 @@ def pool_of(workers: int) -> Iterator[ProcessPoolExecutor]:
 def terminate_pool(pool: ProcessPoolExecutor) -> None:
     """Terminate ``pool``'s worker processes, wait for each, and shut the pool down."""
     processes = list((getattr(pool, "_processes", None) or {}).values())  # no public handle on them
+    pool.shutdown(wait=False, cancel_futures=True)  # no further run starts
     for proc in processes:
         if proc.is_alive():
             proc.terminate()
@@ -118,4 +114,3 @@ def terminate_pool(pool: ProcessPoolExecutor) -> None:
         if proc.is_alive():
             proc.kill()
             proc.join(timeout=5)
-    pool.shutdown(wait=False, cancel_futures=True)
