@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from acksim.capacity.sweep_dir import check_sweep_dir, locked
-from acksim.report.outdir import UsageError, output_error, safe_name
+from acksim.report.outdir import UsageError, output_error, safe_name, shown_path
 
 EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {  # flag: (extra, modules it installs)
     "--parquet": ("parquet", ("pyarrow",)),
@@ -90,7 +90,7 @@ def cmd_sweep(args) -> int:
             print(verdict_line(exc.result, list(spec.grid)))
             raise output_error(exc.error) from None
     print(f"acksim sweep: {result['runs']} runs over {result['points']} grid points ({spec.replications} "
-          f"replications each), executor {args.executor}; results in {out}")
+          f"replications each), executor {args.executor}; results in {shown_path(out)}")
     for line in point_lines(rows, list(spec.grid)):
         print(line)
     if junit is not None:
