@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from acksim.report.outdir import MARKER, UsageError, check_out_dir, owned_files, shown_path
+from acksim.report.outdir import MARKER, UsageError, check_out_dir, marker_kind, owned_files, shown_path
 
 LOCK = ".acksim-sweep.lock"
 KIND = "sweep"
@@ -56,6 +56,10 @@ def check_sweep_dir(out: Path, flag: str = "--out") -> None:
         foreign = _foreign(out)
     except OSError as exc:
         raise UsageError(f"{flag}: cannot read {shown_path(out)}: {exc.strerror or exc}") from None
+    kind = marker_kind(out)
+    if kind is not None and kind != KIND:
+        raise UsageError(f"{flag}: {shown_path(out)} holds an acksim {kind} report, not a sweep's results; "
+                         "choose another folder for the sweep")
     if foreign:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise UsageError(f"{flag}: {shown_path(out)} holds files acksim did not write ({shown}); "

@@ -40,6 +40,9 @@ def check_out_dir(out: Path, replaces: bool = True, flag: str = "--out") -> None
 def refuse_replacing(out: Path, flag: str = "--out") -> None:
     """Raise ``UsageError`` (naming ``flag``) unless ``out`` is missing, empty, or an acksim
     report holding only files acksim wrote; the message says which files are in the way."""
+    if marker_kind(out) == "sweep":
+        raise UsageError(f"{flag}: {shown_path(out)} holds a sweep's results (its {MARKER} says kind \"sweep\"); "
+                         "a report never replaces them: choose another folder")
     problem = foreign_files(out)
     if problem is None:
         return
@@ -63,6 +66,15 @@ def foreign_files(out: Path) -> list[str] | None:
     own = owned_files(out)
     foreign = sorted(f for f in present if f not in own)
     return foreign or None
+
+
+def marker_kind(out: Path) -> str | None:
+    """The ``kind`` in ``out``'s acksim marker ("run", "sweep", ...), or None without one."""
+    try:
+        data = json.loads((out / MARKER).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return data.get("kind") if isinstance(data, dict) and data.get("tool") == "acksim" else None
 
 
 def owned_files(out: Path) -> set[str]:

@@ -203,3 +203,19 @@ def test_seed_as_a_grid_field_points_to_replications(tmp_path):
     with pytest.raises(ScenarioError, match=r"grid\.seed: a sweep cannot vary seed \(the replications are the seeds\); "
                                             "set replications"):
         load_sweep(sweep_file(tmp_path, '"seed" = [1, 2]', extra='cost = "seed"'))
+
+
+def test_a_run_never_replaces_a_sweep_folder_nor_a_sweep_a_run_report(tmp_path, capsys):
+    sweep_out, run_out = tmp_path / "sweep-out", tmp_path / "run-out"
+    assert main(["sweep", str(sweep_file(tmp_path)), "--out", str(sweep_out)]) == 0
+    tiny = tmp_path / "tiny.toml"
+    tiny.write_text('name = "tiny"\n[workload]\naccounts = 5\ndeadline_window_s = 60\n')
+    capsys.readouterr()
+    assert main(["run", str(tiny), "--out", str(sweep_out)]) == 2
+    assert "holds a sweep's results" in one_error_line(capsys)
+    assert (sweep_out / "runs.csv").is_file() and not (sweep_out / "summary.json").exists()
+    assert main(["run", str(tiny), "--out", str(run_out)]) == 0
+    capsys.readouterr()
+    assert main(["sweep", str(sweep_file(tmp_path)), "--out", str(run_out)]) == 2
+    assert "holds an acksim run report, not a sweep's results" in one_error_line(capsys)
+    assert not (run_out / "runs.csv").exists()
