@@ -202,3 +202,13 @@ def test_an_interrupt_while_the_report_is_written_leaves_no_scratch_folder(tmp_p
     scenario.write_text('name = "tiny"\n[workload]\naccounts = 5\ndeadline_window_s = 60\n')
     assert main(["run", str(scenario), "--out", str(tmp_path / "out")]) == 130
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]
+
+
+@pytest.mark.timeout(300)
+def test_check_reports_a_processors_own_keyboardinterrupt_as_a_finding(tmp_path, capsys, monkeypatch):
+    (tmp_path / "kbd.py").write_text(KBD)
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--processor", "kbd.py:process", "--max-examples", "5", "--no-database"]) == 1
+    out = capsys.readouterr().out
+    assert "processor_error" in out and "KeyboardInterrupt" in out
+    assert out.rstrip().endswith("FAIL: 1 kind(s) of finding: processor_error")
