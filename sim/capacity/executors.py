@@ -114,3 +114,6 @@ def terminate_pool(pool: ProcessPoolExecutor) -> None:
         if proc.is_alive():
             proc.kill()
             proc.join(timeout=5)
+    manager = getattr(pool, "_executor_manager_thread", None)
+    if manager is not None:  # let it close its wake-up pipe before the interpreter exits, or
+        manager.join(timeout=10)  # the exit hook may write to that pipe as it closes (EBADF)
