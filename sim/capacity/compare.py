@@ -16,7 +16,6 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 
 import pandas as pd
 
@@ -128,8 +127,13 @@ def run_all(scenarios: Sequence[Scenario], processes: int | None = None) -> list
     n = min(processes or os.cpu_count() or 1, len(scenarios))
     if n <= 1:
         return [run_preset(s) for s in scenarios]
-    with ProcessPoolExecutor(max_workers=n) as pool:
-        return list(pool.map(run_preset, scenarios))
+    from functools import partial
+
+    from acksim.capacity.executors import pool_of
+    from acksim.interrupts import guarded
+
+    with pool_of(n) as pool:  # an interrupt terminates the pool's processes
+        return list(pool.map(partial(guarded, run_preset), scenarios))
 
 
 def comparison(scenarios: Sequence[Scenario], processes: int | None = None) -> dict:

@@ -25,6 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from acksim.scenario import Scenario, ScenarioError, load, parse
 
 Scalar = int | float | bool | str
+MAX_RUNS = 10_000  # grid points x replications a sweep may run unless its file raises max_runs
+MAX_SWEEP_BYTES = 1_000_000  # like a scenario file
 # Part of the sweep id: rows of an older layout in runs.csv belong to another sweep (rerun afresh).
 ROW_FORMAT = "rows-2: figure, figure_threshold, figure_met; processor_errors, stopped_early"
 COUNTS: tuple[str, ...] = ("jobs", "crashes", "conflicts", "visibility_expired", "dead_lettered",
@@ -36,15 +38,18 @@ class SweepSpec(BaseModel):
     ``replications``: seeds per grid point (base seed, base seed + 1, ...); ``overrides``:
     fixed ``"section.key" = value`` for every run; ``grid``: ``"section.key" = [values]``;
     ``cost``: the grid field whose value is the cost to minimise when picking the cheapest
-    point that meets every SLO (default ``workers.count``)."""
+    point that meets every SLO (default ``workers.count``); ``max_runs``: the most runs (grid
+    points x replications) the sweep may have (default ``MAX_RUNS``, 10,000), a guard against
+    a grid that would run for days."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     scenario: str = Field(min_length=1)
     replications: int = Field(3, ge=1, le=1000)
     overrides: dict[str, Scalar] = {}
-    grid: dict[str, Annotated[list[Scalar], Field(min_length=1, max_length=1000)]] = Field(min_length=1)
+    grid: dict[str, Annotated[list[Scalar], Field(min_length=1, max_length=1000)]] = Field(min_length=1, max_length=20)
     cost: str = "workers.count"
+    max_runs: int = Field(MAX_RUNS, ge=1, le=10_000_000)
 
 
 @dataclass(frozen=True)
@@ -62,42 +67,69 @@ def load_sweep(path: str | Path) -> tuple[SweepSpec, list[RunSpec], str]:
     """Read a sweep file and expand it into runs; returns (spec, runs, sweep id).
 
     Every run's scenario is validated before anything runs. Raises ``ScenarioError`` (one
-    line naming the field, or the grid point and its field) for bad input."""
+    line naming the field, or the grid point and its field) for bad input: a file over
+    ``MAX_SWEEP_BYTES``, invalid TOML (an integer of over 4,300 digits, nesting too deep
+    included), a grid of more than ``max_runs`` runs (before any is expanded)."""
+    from acksim.report.outdir import shown_path
+
     p = Path(path)
+    where = shown_path(p)
     try:
+        if p.is_file() and p.stat().st_size > MAX_SWEEP_BYTES:
+            raise ScenarioError(f"{where}: {p.stat().st_size} bytes; a sweep file may have at most {MAX_SWEEP_BYTES}")
         data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except ScenarioError:
+        raise
     except FileNotFoundError:
-        raise ScenarioError(f"{p}: sweep file not found") from None
+        raise ScenarioError(f"{where}: sweep file not found") from None
+    except IsADirectoryError:
+        raise ScenarioError(f"{where}: not a regular file") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ScenarioError(f"{p}: cannot read sweep file: {exc}") from None
+        raise ScenarioError(f"{where}: cannot read sweep file: {_first_line(exc)}") from None
+    except ValueError as exc:  # an integer literal over the interpreter's digit limit
+        raise ScenarioError(f"{where}: not valid TOML: {_first_line(exc)}") from None
+    except RecursionError:
+        raise ScenarioError(f"{where}: not valid TOML: arrays or tables nested too deeply") from None
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise ScenarioError(f"{p}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        raise ScenarioError(f"{where}: {'.'.join(map(str, err['loc'])) or '(top level)'}: {err['msg']}") from None
+    total = spec.replications
+    for values in spec.grid.values():
+        total *= len(values)
+    if total > spec.max_runs:
+        sizes = " x ".join(str(len(v)) for v in spec.grid.values())
+        raise ScenarioError(f"{where}: grid: {sizes} points x {spec.replications} replications = {total} runs, over "
+                            f"max_runs = {spec.max_runs}; shrink the grid, or raise max_runs in the sweep file")
     if "seed" in spec.grid:
-        raise ScenarioError(f"{p}: grid.seed: a sweep cannot vary seed (the replications are the seeds); "
+        raise ScenarioError(f"{where}: grid.seed: a sweep cannot vary seed (the replications are the seeds); "
                             "set replications, or the base seed in overrides")
     if spec.cost not in spec.grid:
-        raise ScenarioError(f"{p}: cost: {spec.cost!r} is not a grid field ({', '.join(spec.grid)})")
+        raise ScenarioError(f"{where}: cost: {spec.cost!r} is not a grid field ({', '.join(spec.grid)})")
     base = load(p.parent / spec.scenario).model_dump(exclude_none=True)
     base.pop("expect", None)
     for key, value in spec.overrides.items():
-        _set(base, key, value, f"{p}: overrides.{key}")
+        _set(base, key, value, f"{where}: overrides.{key}")
     keys = list(spec.grid)
     runs: list[RunSpec] = []
     for point, values in enumerate(itertools.product(*(spec.grid[k] for k in keys))):
         data = copy.deepcopy(base)
         for key, value in zip(keys, values):
-            _set(data, key, value, f"{p}: grid.{key}")
-        parse(data, f"{p}: grid point {dict(zip(keys, values))}")  # validate up front
+            _set(data, key, value, f"{where}: grid.{key}")
+        parse(data, f"{where}: grid point {dict(zip(keys, values))}")  # validate up front
         for rep in range(spec.replications):
             seeded = copy.deepcopy(data)
             seeded["seed"] = base["seed"] + rep
             runs.append(RunSpec(len(runs), point, tuple(zip(keys, values)), seeded["seed"], seeded))
-    sweep_id = hashlib.sha256(json.dumps([ROW_FORMAT, spec.model_dump(), base], sort_keys=True,
+    sweep_id = hashlib.sha256(json.dumps([ROW_FORMAT, spec.model_dump(exclude={"max_runs"}), base], sort_keys=True,
                                          default=str).encode()).hexdigest()[:12]
     return spec, runs, sweep_id
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _set(data: dict, dotted: str, value: Any, where: str) -> None:

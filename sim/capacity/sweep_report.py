@@ -19,12 +19,14 @@ no passing point is significant, the cheapest passing point, marked ``significan
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from acksim.capacity.intervals import t_interval
+from acksim.capacity.sweep_dir import write_whole
 from acksim.judges.slo import FIGURES, LOWER_BOUND_FIGURES
 
 if TYPE_CHECKING:
@@ -38,6 +40,15 @@ INTERVAL = {"method": "student_t", "level": LEVEL, "clipped_at": 0.0,
 OTHER_FAILURES: tuple[tuple[str, str], ...] = (("count_processor_errors", "processor_errors"),
                                                ("count_stopped_early", "stopped_early"))
 SEPARATOR = ";"  # between names in one summary.csv cell
+
+
+class SweepWriteFailed(Exception):
+    """A result file could not be written; ``error`` is the ``OSError``, ``result`` the
+    sweep.json content computed before, so the command still prints the verdict."""
+
+    def __init__(self, error: OSError, result: dict) -> None:
+        super().__init__(str(error))
+        self.error, self.result = error, result
 
 
 def point_summary(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
@@ -230,25 +241,32 @@ def write_sweep_report(out: Path, rows: pd.DataFrame, params: list[str], cost: s
                        parquet: bool = False) -> dict:
     """Write runs.csv (sorted by run), runs.parquet (with ``parquet``; needs pyarrow),
     summary.csv, sweep.json and one plot per SLO figure (plots/<figure>.png) into ``out``;
-    returns the sweep.json content: ``sweep_id``, ``runs``, ``points``, ``points_passed``,
+    each file written whole (``acksim.capacity.sweep_dir.write_whole``: a full disk leaves the
+    previous file or none, never a half one); returns the sweep.json content: ``sweep_id``, ``runs``, ``points``, ``points_passed``,
     ``thresholds`` (those shared by every point), ``interval`` (the method), ``failures``
-    (``failure_counts``), ``grid`` (``grid_verdicts``) and ``cheapest`` (``cheapest``)."""
+    (``failure_counts``), ``grid`` (``grid_verdicts``) and ``cheapest`` (``cheapest``). Raises
+    ``SweepWriteFailed`` (the OS error and the computed result) when a file cannot be written."""
     rows = rows.sort_values("run").reset_index(drop=True)
-    rows.assign(sweep_id=sweep_id).to_csv(out / "runs.csv", index=False)
-    if parquet:
-        rows.to_parquet(out / "runs.parquet", index=False)
     summary = point_summary(rows, params)
-    summary.to_csv(out / "summary.csv", index=False)
     thresholds = shared_thresholds(summary)
-    plots = out / "plots"
-    plots.mkdir(exist_ok=True)
-    for figure in FIGURES:
-        (plots / f"{figure}.png").write_bytes(
-            plot_figure(summary, figure, params[0], params[1:], thresholds.get(figure)))
     grid = grid_verdicts(summary, params)
     result = {"sweep_id": sweep_id, "runs": int(len(rows)), "points": int(len(summary)),
               "points_passed": sum(g["passed"] for g in grid), "thresholds": thresholds,
               "interval": INTERVAL, "failures": failure_counts(grid), "grid": grid,
               "cheapest": cheapest(summary, cost)}
-    (out / "sweep.json").write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    try:
+        write_whole(out / "runs.csv", rows.assign(sweep_id=sweep_id).to_csv(index=False).encode("utf-8"))
+        if parquet:
+            buf = io.BytesIO()
+            rows.to_parquet(buf, index=False)
+            write_whole(out / "runs.parquet", buf.getvalue())
+        write_whole(out / "summary.csv", summary.to_csv(index=False).encode("utf-8"))
+        plots = out / "plots"
+        plots.mkdir(exist_ok=True)
+        for figure in FIGURES:
+            write_whole(plots / f"{figure}.png",
+                        plot_figure(summary, figure, params[0], params[1:], thresholds.get(figure)))
+        write_whole(out / "sweep.json", (json.dumps(result, indent=2, default=str) + "\n").encode("utf-8"))
+    except OSError as exc:
+        raise SweepWriteFailed(exc, result) from exc
     return result

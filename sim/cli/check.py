@@ -101,8 +101,14 @@ def cmd_check(args) -> int:
     for name, _fn in HAZARDS:
         print(f"  {name:<42} {report.coverage[name]:>6}" + ("   WARNING: never hit" if not report.coverage[name] else ""))
     report, flaky = confirm_findings(report, ref, folder)
-    written = save_findings(report, ref, out, Path(args.save_corpus) if args.save_corpus else None,
-                            processor_path=folder)
+    try:
+        written = save_findings(report, ref, out, Path(args.save_corpus) if args.save_corpus else None,
+                                processor_path=folder)
+    except OSError as exc:  # a full disk: the verdict still prints, then one line (exit 4)
+        print(f"\nFAIL: {len(report.findings)} kind(s) of finding: {', '.join(report.findings)}; replay files not written")
+        from acksim.report.outdir import output_error
+
+        raise output_error(exc) from None
     for line in render_findings(report, written):
         print(line)
     for line in render_flaky(flaky):

@@ -20,7 +20,7 @@ from acksim.capacity.compare import (
     preset_names,
     preset_scenarios,
 )
-from acksim.report.outdir import check_out_dir, safe_name
+from acksim.report.outdir import check_out_dir, output_error, safe_name, shown_path
 from acksim.scenario.presets import PRESETS
 from acksim.scenario import read_data
 from acksim.report import staged
@@ -61,10 +61,15 @@ def cmd_compare(args) -> int:
     check_out_dir(out)  # an earlier comparison (acksim's files only) is replaced
     junit = check_junit_path(args.junit_xml, out=out) if args.junit_xml else None
     result = comparison(scenarios)
-    write_compare_report(out, result)
+    try:
+        write_compare_report(out, result)
+    except OSError as exc:  # a full disk: the verdicts still print, then one line (exit 4)
+        for entry in result["presets"]:
+            print(verdict_line(entry))
+        raise output_error(exc, f"the report {shown_path(out)}") from None
     for entry in result["presets"]:
         print(verdict_line(entry))
-    print(f"report: {out}")
+    print(f"report: {shown_path(out)}")
     if junit is not None:
         write_junit(junit, junit_suites(result))
     return 0 if all(e["verdict"] == "PASS" for e in result["presets"]) else 1

@@ -4,20 +4,23 @@ the ``check``, ``sweep``, ``compare``, ``presets`` and ``schema`` commands.
 Exit codes (fixed, docs/DESIGN.md): 0 every invariant holds and every SLO threshold is met; 1 an
 invariant is violated or a threshold missed; 2 bad input (scenario, arguments), reported as
 one line on stderr with nothing written. Beyond those: 3 an internal error of acksim itself
-(with its traceback), 130 interrupted (Ctrl-C or SIGTERM; no report written).
+(with its traceback); 4 the results could not be written (a full disk, a read-only folder:
+one line naming the file and the OS's reason, after the verdict when it was computed); 130
+interrupted (Ctrl-C or SIGTERM alike, ``acksim.interrupts``; pool workers terminated,
+temporary folders removed, no report written).
 """
 
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import traceback
 from pathlib import Path
 
 from importlib import import_module
 
-from acksim.report.outdir import UsageError, check_out_dir, safe_name
+from acksim.interrupts import handled
+from acksim.report.outdir import OutputError, UsageError, check_out_dir, output_error, safe_name, shown_path
 from acksim.scenario.base import ScenarioError
 
 # Each command's module (and with it SimPy, Hypothesis, pandas, matplotlib) is imported only
@@ -145,13 +148,11 @@ def cmd_run(args) -> int:
     world = World(scenario, ref)  # by reference: each worker start gets a fresh copy of the code
     update, close = _progress_bar(world._planned_end())
     world.progress = update
-    previous = signal.signal(signal.SIGTERM, _terminate)  # unwind, so the temporary stores go
-    try:
+    try:  # SIGTERM and Ctrl-C unwind (main: acksim.interrupts), so the temporary stores go
         outcome = world.run()
     except ProcessorHung:
         outcome = world.outcome()  # the processor_error record says why; report what happened
     finally:
-        signal.signal(signal.SIGTERM, previous)
         close()
         world.close()
     if world.import_error is not None:  # a broken environment: no verdict, no report
@@ -159,9 +160,14 @@ def cmd_run(args) -> int:
                             f"{world.import_error} while running; install what it imports (exit 2, no verdict)")
     summary = build_summary(scenario, outcome, args.processor)
     replay = replay_lines(scenario, outcome.history, summary) if scenario.expect is not None else []
-    write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})",
-                 full_timeline=bool(scenario.plan.accounts), replay=replay,
-                 kind="replay" if replay else "run")
+    verdict = (f"{summary['verdict']}: {scenario.name} seed {scenario.seed}: "
+               f"{summary['counts']['jobs']} jobs, {summary['counts']['crashes']} crashes; {reasons_text(summary)}")
+    try:
+        write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})",
+                     full_timeline=bool(scenario.plan.accounts), replay=replay,
+                     kind="replay" if replay else "run")
+    except OSError as exc:
+        raise _not_written(verdict, exc, f"the report {shown_path(out)}") from None
     ok = passed(summary)
     for when, worker, mid, text in world.processor_errors[:1]:
         print(f"acksim: the processor raised an error of its own ({len(world.processor_errors)} in all); "
@@ -171,11 +177,15 @@ def cmd_run(args) -> int:
     if outcome.final.stopped_early:
         print(f"acksim: warning: stopped early: {outcome.final.stop_reason or 'the processor failed'}",
               file=sys.stderr)
-    print(f"{summary['verdict']}: {scenario.name} seed {scenario.seed}: "
-          f"{summary['counts']['jobs']} jobs, {summary['counts']['crashes']} crashes; "
-          f"{reasons_text(summary)}; report: {out}")
+    print(f"{verdict}; report: {shown_path(out)}")
     _junit(args, [run_suite(summary)])
     return 0 if ok else 1
+
+
+def _not_written(verdict: str, exc: OSError, what: str) -> OutputError:
+    """Print the verdict computed before a write failed; the error to raise (exit 4)."""
+    print(f"{verdict}; report not written")
+    return output_error(exc, what)
 
 
 def default_out(scenario_file: str, scenario) -> Path:
@@ -210,12 +220,16 @@ def _run_fanout(scenario, args) -> int:
     finally:
         world.close()
     summary = build_fanout_summary(scenario, outcome, args.processor)
-    write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})")
-    ok = passed(summary)
     c = summary["counts"]
-    print(f"{summary['verdict']}: {scenario.name} seed {scenario.seed}: {c['updates']} updates x "
-          f"{scenario.fanout.subscribers} subscribers, {c['updates_completed']} complete, {c['crashes']} crashes; "
-          f"{reasons_text(summary)}; report: {out}")
+    verdict = (f"{summary['verdict']}: {scenario.name} seed {scenario.seed}: {c['updates']} updates x "
+               f"{scenario.fanout.subscribers} subscribers, {c['updates_completed']} complete, {c['crashes']} crashes; "
+               f"{reasons_text(summary)}")
+    try:
+        write_report(out, summary, outcome.history, title=f"acksim: {scenario.name} (seed {scenario.seed})")
+    except OSError as exc:
+        raise _not_written(verdict, exc, f"the report {shown_path(out)}") from None
+    ok = passed(summary)
+    print(f"{verdict}; report: {shown_path(out)}")
     _junit(args, [run_suite(summary)])
     return 0 if ok else 1
 
@@ -226,10 +240,6 @@ def _junit(args, suites) -> None:
         from acksim.report.junit import write_junit
 
         write_junit(Path(args.junit_xml), suites)
-
-
-def _terminate(signum, frame):
-    raise KeyboardInterrupt
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,23 +254,22 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help (0) or a usage error (2), as a return value
         return exc.code if isinstance(exc.code, int) else 2
     try:
-        if args.command == "run":
-            return cmd_run(args)
-        if args.command in COMMANDS:
-            module, _add_parser, command = COMMANDS[args.command]
-            return getattr(import_module(module), command)(args)
-        if args.command == "presets":
-            return cmd_presets(args)
-        if args.command == "schema":
-            from acksim.report.schemas import shipped
-
-            sys.stdout.write(shipped(args.which))
-            return 0
+        with handled():  # SIGINT and SIGTERM alike: KeyboardInterrupt, exit 130
+            return _dispatch(args)
     except BrokenPipeError:  # the reader of stdout went away (``acksim presets | head -5``)
         _silence_stdout()
         return PIPE_CLOSED
     except (ScenarioError, UsageError) as exc:
-        print(f"acksim: error: {exc}", file=sys.stderr)
+        print(f"acksim: error: {one_line(str(exc))}", file=sys.stderr)
+        return 2
+    except OutputError as exc:
+        print(f"acksim: error: {one_line(str(exc))}", file=sys.stderr)
+        return OUTPUT_FAILED
+    except OSError as exc:  # writing an output file (JUnit, replay file, ...): not a bug, not a verdict
+        print(f"acksim: error: {one_line(str(output_error(exc)))}", file=sys.stderr)
+        return OUTPUT_FAILED
+    except RecursionError:  # input nested too deeply for some parser: bad input, not a bug
+        print("acksim: error: input nested too deeply (arrays or tables); flatten it", file=sys.stderr)
         return 2
     except Exception:  # noqa: BLE001 - a bug of ours must not read as a verdict (exit 1)
         traceback.print_exc()
@@ -270,9 +279,34 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("acksim: interrupted; no report written (an earlier report there is intact)", file=sys.stderr)
         return 130
+
+
+def _dispatch(args) -> int:
+    """Run the chosen command; returns its exit code."""
+    if args.command == "run":
+        return cmd_run(args)
+    if args.command in COMMANDS:
+        module, _add_parser, command = COMMANDS[args.command]
+        return getattr(import_module(module), command)(args)
+    if args.command == "presets":
+        return cmd_presets(args)
+    if args.command == "schema":
+        from acksim.report.schemas import shipped
+
+        sys.stdout.write(shipped(args.which))
+        return 0
     return 2
 
 
+def one_line(text: str) -> str:
+    """``text`` as one printable line: control characters (a newline in a path or a name)
+    shown as escapes."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+OUTPUT_FAILED = 4  # the results could not be written (full disk, read-only folder, I/O error)
 PIPE_CLOSED = 141  # 128 + SIGPIPE, as a shell reports a pipeline whose reader left early
 
 

@@ -2,7 +2,9 @@
 
 Exit codes: 0 at least one grid point passed (kept every invariant and met every SLO) in every
 replication; 1 none did; 2 bad input (sweep file, base scenario, executor options, an optional
-extra that a flag needs and that is not installed).
+extra that a flag needs and that is not installed, a folder with files acksim did not write,
+a folder another sweep holds); 4 a result file could not be written (the verdict, when
+computed, is printed first; the rows already in runs.csv stay, so a rerun resumes).
 
 The optional features need extras, checked before any run: ``--parquet`` needs
 ``acksim[parquet]`` (PyArrow), ``--executor dask`` needs ``acksim[dask]``. This module imports
@@ -16,7 +18,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from acksim.report.outdir import UsageError, check_out_dir, safe_name
+from acksim.capacity.sweep_dir import check_sweep_dir, locked
+from acksim.report.outdir import UsageError, output_error, safe_name, shown_path
 
 EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {  # flag: (extra, modules it installs)
     "--parquet": ("parquet", ("pyarrow",)),
@@ -68,17 +71,26 @@ def cmd_sweep(args) -> int:
             raise UsageError("--address: the dask executor needs a scheduler address, e.g. tcp://host:8786")
     spec, runs, sweep_id = load_sweep(args.sweep)
     out = Path(args.out) if args.out is not None else Path("reports") / f"sweep-{safe_name(Path(args.sweep).stem)}"
-    if not (out / "runs.csv").is_file():
-        check_out_dir(out)
+    check_sweep_dir(out)
     junit = check_junit_path(args.junit_xml, out=out) if args.junit_xml else None
 
     from acksim.capacity.executors import execute
-    from acksim.capacity.sweep_report import write_sweep_report
+    from acksim.capacity.sweep_report import SweepWriteFailed, write_sweep_report
 
-    rows = execute(runs, out, sweep_id, args.executor, args.address, progress=_bar(len(runs)))
-    result = write_sweep_report(out, rows, list(spec.grid), spec.cost, sweep_id, parquet=args.parquet)
+    with locked(out):
+        try:
+            rows = execute(runs, out, sweep_id, args.executor, args.address, progress=_bar(len(runs)))
+        except OSError as exc:  # runs.csv: the rows written so far are whole; a rerun resumes
+            raise output_error(exc) from None
+        try:
+            result = write_sweep_report(out, rows, list(spec.grid), spec.cost, sweep_id, parquet=args.parquet)
+        except SweepWriteFailed as exc:
+            for line in point_lines(rows, list(spec.grid)):
+                print(line)
+            print(verdict_line(exc.result, list(spec.grid)))
+            raise output_error(exc.error) from None
     print(f"acksim sweep: {result['runs']} runs over {result['points']} grid points ({spec.replications} "
-          f"replications each), executor {args.executor}; results in {out}")
+          f"replications each), executor {args.executor}; results in {shown_path(out)}")
     for line in point_lines(rows, list(spec.grid)):
         print(line)
     if junit is not None:

@@ -11,6 +11,7 @@ that also holds a file acksim did not write is refused, so no report write ever 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -33,20 +34,23 @@ def check_out_dir(out: Path, replaces: bool = True, flag: str = "--out") -> None
     try:
         _check_writable(out, replaces, flag)
     except OSError as exc:
-        raise UsageError(f"{flag}: cannot write at {out}: {exc.strerror or exc}") from None
+        raise UsageError(f"{flag}: cannot write at {shown_path(out)}: {exc.strerror or exc}") from None
 
 
 def refuse_replacing(out: Path, flag: str = "--out") -> None:
     """Raise ``UsageError`` (naming ``flag``) unless ``out`` is missing, empty, or an acksim
     report holding only files acksim wrote; the message says which files are in the way."""
+    if marker_kind(out) == "sweep":
+        raise UsageError(f"{flag}: {shown_path(out)} holds a sweep's results (its {MARKER} says kind \"sweep\"); "
+                         "a report never replaces them: choose another folder")
     problem = foreign_files(out)
     if problem is None:
         return
     if not (out / MARKER).is_file() and not (out / "summary.json").is_file() and not (out / "compare.json").is_file():
-        raise UsageError(f"{flag}: {out} is a non-empty folder that holds no acksim report (no {MARKER}); "
+        raise UsageError(f"{flag}: {shown_path(out)} is a non-empty folder that holds no acksim report (no {MARKER}); "
                          "choose a new folder, or an earlier report's folder to replace it")
     shown = ", ".join(problem[:3]) + (f" and {len(problem) - 3} more" if len(problem) > 3 else "")
-    raise UsageError(f"{flag}: {out} holds files acksim did not write ({shown}); move them away or "
+    raise UsageError(f"{flag}: {shown_path(out)} holds files acksim did not write ({shown}); move them away or "
                      "choose another folder (a report folder is replaced whole)")
 
 
@@ -62,6 +66,15 @@ def foreign_files(out: Path) -> list[str] | None:
     own = owned_files(out)
     foreign = sorted(f for f in present if f not in own)
     return foreign or None
+
+
+def marker_kind(out: Path) -> str | None:
+    """The ``kind`` in ``out``'s acksim marker ("run", "sweep", ...), or None without one."""
+    try:
+        data = json.loads((out / MARKER).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return data.get("kind") if isinstance(data, dict) and data.get("tool") == "acksim" else None
 
 
 def owned_files(out: Path) -> set[str]:
@@ -114,12 +127,12 @@ def _files(folder: Path) -> set[str]:
 
 def _check_writable(out: Path, replaces: bool, flag: str) -> None:
     if out.exists() and not out.is_dir():
-        raise UsageError(f"{flag}: {out} exists and is not a folder")
+        raise UsageError(f"{flag}: {shown_path(out)} exists and is not a folder")
     if replaces:
         refuse_replacing(out, flag)
     for p in (out.parent, *out.parent.parents):
         if p.exists() and not p.is_dir():
-            raise UsageError(f"{flag}: {p} is a file, not a folder")
+            raise UsageError(f"{flag}: {shown_path(p)} is a file, not a folder")
     created = [p for p in (out.parent, *out.parent.parents) if not p.exists()]
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -135,6 +148,26 @@ def _check_writable(out: Path, replaces: bool, flag: str) -> None:
 
 class UsageError(ValueError):
     """Bad command-line arguments: one line, exit 2."""
+
+
+class OutputError(Exception):
+    """The results could not be written (a full disk, a read-only folder, an I/O error) after
+    the work was done: one line, exit 4 (``acksim.cli.main.OUTPUT_FAILED``)."""
+
+
+def output_error(exc: OSError, what: str = "") -> OutputError:
+    """``exc`` as one line: ``cannot write <what or its file>: <the OS's reason> (ENOSPC)``."""
+    target = what or (shown_path(exc.filename) if exc.filename else "the results")
+    code = errno.errorcode.get(exc.errno, "") if exc.errno else ""
+    reason = (exc.strerror or str(exc) or type(exc).__name__).splitlines()[0]
+    return OutputError(f"cannot write {target}: {reason}" + (f" ({code})" if code else ""))
+
+
+def shown_path(path) -> str:
+    """A path as one printable line: as it is when every character prints, else its Python
+    ``repr`` (a newline or other control character shows as an escape, never a line break)."""
+    text = os.fsdecode(path) if isinstance(path, (bytes, os.PathLike)) else str(path)
+    return text if text.isprintable() else repr(text)
 
 
 def safe_name(name: str) -> str:

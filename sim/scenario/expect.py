@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from acksim.scenario.base import Tupled, _Section
 
@@ -16,3 +16,20 @@ class Expect(_Section):
     violated: Annotated[tuple[str, ...], Tupled] = ()
     processor_error: bool = False
     history_sha256: str = Field("", max_length=64)
+
+    @field_validator("violated")
+    @classmethod
+    def _known_invariants(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        allowed = invariant_names()
+        unknown = [name for name in v if name not in allowed]
+        if unknown:
+            raise ValueError(f"no invariant {unknown[0]!r}; allowed: {', '.join(allowed)}")
+        return v
+
+
+def invariant_names() -> tuple[str, ...]:
+    """Every invariant a run can report: the cleanup design's, then the fan-out design's."""
+    from acksim.judges.fanout import FANOUT_INVARIANTS
+    from acksim.judges.invariants import INVARIANTS
+
+    return tuple(name for name, _check in (*INVARIANTS, *FANOUT_INVARIANTS))

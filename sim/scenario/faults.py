@@ -58,7 +58,8 @@ class Faults(_Section):
     call, after the commit before the ack, during the ack), scheduled crashes, rolling
     deployments, hard kills of one worker at a time; scheduled spurious duplicates; store
     latency spikes; ``poison_accounts`` whose job crashes its worker on every attempt (phase
-    "poison"); ``scheduler_stalls``: windows [start_s, end_s) in which the scheduler is frozen."""
+    "poison"); ``scheduler_stalls``: windows [start_s, end_s) in which the scheduler is frozen
+    (at most ``MAX_STALLS``; overlapping ones are merged, ``merged_windows``)."""
 
     crash_before_call: Probability = 0.0
     crash_after_call: Probability = 0.0
@@ -70,9 +71,25 @@ class Faults(_Section):
     latency_spikes: Annotated[tuple[LatencySpike, ...], Tupled] = ()
     kills: Annotated[tuple[Kill, ...], Tupled] = ()
     poison_accounts: Annotated[tuple[Annotated[str, Field(min_length=1, max_length=100)], ...], Tupled] = ()
-    scheduler_stalls: Annotated[tuple[Span, ...], Tupled] = ()
+    scheduler_stalls: Annotated[tuple[Span, ...], Tupled, Field(max_length=MAX_STALLS)] = ()
 
     @field_validator("scheduler_stalls")
     @classmethod
     def _stalls_ordered(cls, v: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
-        return _ordered_windows(v)
+        return merged_windows(_ordered_windows(v))
+
+
+MAX_STALLS = 10_000  # scheduler stall windows in one scenario
+
+
+def merged_windows(windows: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
+    """``windows`` ([start_s, end_s) pairs) sorted by start, overlapping or touching ones
+    merged: the same instants frozen, as few windows as that takes (a stall is frozen time,
+    so overlaps add nothing; the scheduler then looks each instant up in one pass)."""
+    out: list[tuple[float, float]] = []
+    for lo, hi in sorted(windows):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return tuple(out)

@@ -107,24 +107,32 @@ def parse(data: dict, source: str = "scenario") -> Scenario:
 
 def read_data(path: str | Path) -> dict:
     """A scenario file's parsed TOML, not yet validated. Raises ``ScenarioError`` (one line)
-    for a missing or unreadable file, one over ``MAX_SCENARIO_BYTES``, or invalid TOML."""
+    for a missing or unreadable file, one over ``MAX_SCENARIO_BYTES``, or invalid TOML (an
+    integer of over 4,300 digits and nesting too deep included). A path with a control
+    character shows escaped (``shown_path``)."""
+    from acksim.report.outdir import shown_path
+
     p = Path(path)
+    where = shown_path(p)
     try:
         if not p.exists():
-            raise ScenarioError(f"{p}: scenario file not found")
+            raise ScenarioError(f"{where}: scenario file not found")
         if not p.is_file():
-            raise ScenarioError(f"{p}: not a regular file")
+            raise ScenarioError(f"{where}: not a regular file")
         if p.stat().st_size > MAX_SCENARIO_BYTES:
-            raise ScenarioError(f"{p}: {p.stat().st_size} bytes; a scenario file may have at most {MAX_SCENARIO_BYTES}")
+            raise ScenarioError(f"{where}: {p.stat().st_size} bytes; a scenario file may have at most {MAX_SCENARIO_BYTES}")
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(f"{p}: cannot read scenario file: {exc}") from None
+        raise ScenarioError(f"{where}: cannot read scenario file: {exc}") from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ScenarioError(f"{p}: not valid TOML: {exc}") from None
+        raise ScenarioError(f"{where}: not valid TOML: {exc}") from None
+    except ValueError as exc:  # an integer literal over the interpreter's 4,300-digit limit
+        reason = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+        raise ScenarioError(f"{where}: not valid TOML: {reason}") from None
     except RecursionError:
-        raise ScenarioError(f"{p}: not valid TOML: arrays or tables nested too deeply") from None
+        raise ScenarioError(f"{where}: not valid TOML: arrays or tables nested too deeply") from None
 
 
 def load(path: str | Path) -> Scenario:
@@ -136,7 +144,10 @@ def load(path: str | Path) -> Scenario:
     """
     from acksim.world.processor_ref import anchor_refs
 
-    return parse(anchor_refs(read_data(path), Path(path).parent, str(Path(path))), str(Path(path)))
+    from acksim.report.outdir import shown_path
+
+    where = shown_path(Path(path))
+    return parse(anchor_refs(read_data(path), Path(path).parent, where), where)
 
 
 def with_overrides(scenario: Scenario, seed: int | None = None) -> Scenario:

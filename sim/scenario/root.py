@@ -47,6 +47,13 @@ class Scenario(_Section):
     plan: Plan = Plan()
     expect: Expect | None = None
 
+    @field_validator("name")
+    @classmethod
+    def _one_line(cls, v: str) -> str:
+        if not v.isprintable():
+            raise ValueError("must be one printable line: no newline or other control character")
+        return v
+
     @model_validator(mode="after")
     def _consistent(self) -> "Scenario":
         bad_kill = next((k for k in self.faults.kills if k.worker > self.workers.count), None)

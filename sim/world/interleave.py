@@ -138,8 +138,14 @@ class Attempt:
     def _body(processor: Callable, job: Any, proxies: dict[str, Any]) -> Finished:
         try:
             value = processor(job, *proxies.values())  # the stores in the order given
-        except (Abandoned, KeyboardInterrupt):
-            raise  # the harness's own unwinding, and Ctrl-C (or the watchdog)
+        except Abandoned:
+            raise  # the harness's own unwinding
+        except KeyboardInterrupt as exc:
+            from acksim.interrupts import from_user
+
+            if _WATCHDOG.fired or from_user():
+                raise  # Ctrl-C or SIGTERM (or the watchdog)
+            return Finished(exc)  # raised by the processor itself: its result, not an interrupt
         except BaseException as exc:  # noqa: BLE001 - SystemExit, GeneratorExit...: the processor's result
             return Finished(exc)
         return Finished(value=value)
