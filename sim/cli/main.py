@@ -319,5 +319,23 @@ def _silence_stdout() -> None:
     os.dup2(devnull, sys.stdout.fileno())
 
 
+def entry() -> None:
+    """The ``acksim`` console script and ``python -m acksim``: ``main()``, then leave at once
+    with its exit code (``os._exit`` after flushing stdout and stderr). An ordinary exit would
+    finalize the interpreter, and with it run the code under test once more: abandoned
+    attempts' greenlets are resumed to be collected, and threads the processor started are
+    joined, so a processor that spins or left a thread behind would keep acksim from exiting
+    after its verdict was printed. Every temporary folder and store was closed by then."""
+    import os
+
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more to say there
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -68,9 +68,11 @@ def differences(expected_failures, expected_sha256: str, got: Replayed) -> list[
 def child_main() -> None:
     """The fresh process: load ``sys.argv[1]`` (a replay file), run and judge it, print one
     JSON line ``{"failures": [...], "history_sha256": "..."}``."""
+    from acksim.interrupts import handled
     from acksim.scenario import load
     from acksim.search.check import history_digest, run_example
 
     scenario = load(sys.argv[1])
-    result = run_example(scenario, scenario.processor)
+    with handled():  # as in the search: a KeyboardInterrupt the processor raises is its own result
+        result = run_example(scenario, scenario.processor)
     print(json.dumps({"failures": list(result.failures), "history_sha256": history_digest(result.history)}))
