@@ -200,12 +200,11 @@ def default_out(scenario_file: str, scenario) -> Path:
 
 def _run_fanout(scenario, args) -> int:
     """``acksim run`` of a scenario with a ``[fanout]`` table: the shipment fan-out design."""
-    from acksim.report.junit import check_junit_path
-    from acksim.world.processor_ref import load_processor
     from acksim.judges.fanout import build_fanout_summary
-    from acksim.world.fanout import FANOUT_PARAMS, FanoutWorld
     from acksim.report import write_report
-    from acksim.report.junit import run_suite
+    from acksim.report.junit import check_junit_path, run_suite
+    from acksim.world.fanout import FANOUT_PARAMS, FanoutWorld
+    from acksim.world.processor_ref import load_processor
     from acksim.judges.summary import passed, reasons_text
 
     ref, field = (args.processor, "--processor") if args.processor else (scenario.fanout.processor, "fanout.processor")

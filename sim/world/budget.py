@@ -66,6 +66,21 @@ def run_guarded(env: simpy.Environment, until: simpy.Event, max_events: int, max
         return None
 
 
+def stop_reason(run, now: float, records: int, budget_reason: str | None = None, undrained: bool = False,
+                hung: str = "") -> str:
+    """One line saying which guard of ``run`` (the scenario's ``[run]`` table) stopped a run
+    before the pipeline drained, or "": a hung processor (``hung``), the spent budget
+    (``budget_reason``, from ``run_guarded``), ``run.max_records`` (``records`` in the
+    history by virtual time ``now``) or ``run.max_time_s`` (``undrained``), in that order."""
+    if hung or budget_reason:
+        return hung or budget_reason
+    if records >= run.max_records:
+        return f"run.max_records = {run.max_records} records reached by virtual time {now:.6g} s"
+    if undrained:
+        return f"run.max_time_s = {run.max_time_s:g} s reached before the pipeline drained"
+    return ""
+
+
 def _culprit(env: simpy.Environment) -> str:
     """``; most of the work: <actor> (set by <field>)`` for the actor behind most of the next
     ``SAMPLE`` events, found by stepping them and looking at who each one wakes (the run is

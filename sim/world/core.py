@@ -21,7 +21,7 @@ import simpy
 from acksim.model.job import Account
 from acksim.model.store_api import DbOptions, OutboxEvent
 from acksim.model.stores import open_database
-from acksim.world.budget import run_guarded
+from acksim.world.budget import run_guarded, stop_reason
 from acksim.world.cost import refuse_if_too_costly
 from acksim.world.interleave import ProcessorHung
 from acksim.world.faults import FaultPlan, fault_injector, killer
@@ -228,16 +228,8 @@ class World:
 
     def stop_reason(self) -> str:
         """One line saying which guard stopped the run before the pipeline drained, or ""."""
-        run = self.scenario.run
-        if self._hung:
-            return self._hung
-        if self._budget_reason:
-            return self._budget_reason
-        if self.over_record_limit:
-            return f"run.max_records = {run.max_records} records reached by virtual time {self.env.now:.6g} s"
-        if self._undrained:
-            return f"run.max_time_s = {run.max_time_s:g} s reached before the pipeline drained"
-        return ""
+        return stop_reason(self.scenario.run, self.env.now, len(self.history.records), self._budget_reason,
+                           self._undrained, self._hung)
 
     def processor_failed(self, when: float, worker: str, message_id: int, error: BaseException | str) -> None:
         """Note an error of the processor's own (kept as its traceback text); with

@@ -40,7 +40,7 @@ from acksim.model.shipment import Decision, DeliveryTask, ShipmentUpdate, fan_ou
 from acksim.model.shipment_store import SqliteDeliveryRecords, connect
 from acksim.history import History
 from acksim.scenario import Scenario
-from acksim.world.budget import run_guarded
+from acksim.world.budget import run_guarded, stop_reason
 from acksim.world.cost import refuse_if_too_costly
 from acksim.world.core import FinalState, Outcome, error_line, scenario_queue, stream
 from acksim.world.faults import FaultPlan, fault_injector, killer, stay_down, store_latency
@@ -300,11 +300,8 @@ class FanoutWorld:
 
     def final_state(self) -> FinalState:
         """The committed delivery records (as ``markers``: (key, 1)) and the queue's state."""
-        run = self.scenario.run
-        reason = self._budget_reason or (
-            f"run.max_records = {run.max_records} records reached by virtual time {self.env.now:.6g} s"
-            if len(self.history.records) >= run.max_records else
-            f"run.max_time_s = {run.max_time_s:g} s reached before the pipeline drained" if self._undrained else "")
+        reason = stop_reason(self.scenario.run, self.env.now, len(self.history.records), self._budget_reason,
+                             self._undrained)
         return FinalState((), tuple((r.key, 1) for r in self._records.all()), (), self.queue.dead_letter_queue,
                           tuple(self.queue.in_flight()), float(self.env.now), bool(reason), reason)
 
