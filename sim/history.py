@@ -71,6 +71,9 @@ KINDS: tuple[str, ...] = (
     "scheduler_crashed", "worker_killed",
     # the shipment fan-out design (acksim.world.fanout)
     "send", "subscriber_effect", "subscriber_duplicate", "delivery_recorded", "update_completed",
+    # pauses, partitions, broker restarts (acksim.world.links, acksim.world.broker)
+    "worker_paused", "worker_resumed", "partition_started", "partition_healed", "ack_failed",
+    "broker_down", "broker_restarted", "publish_deferred",
 )
 
 

@@ -81,6 +81,26 @@ def scheduler_pause(history: Sequence[Record]) -> bool:
     return any(r.kind == "cron_run_skipped" and r.detail == "paused" for r in history)
 
 
+def paused_worker_resumed_after_lease_moved(history: Sequence[Record]) -> bool:
+    """A worker paused while holding a delivery resumed after that delivery's lease had moved
+    on (taken back, redelivered, acked by another): the stale-lease, fencing case."""
+    return any(r.kind == "worker_resumed" and r.detail == "lease_moved" for r in history)
+
+
+def ack_lost_to_partition_or_restart(history: Sequence[Record]) -> bool:
+    """A worker's ack did not reach the queue because it was cut off from it (a partition, a
+    broker restart), or landed on a delivery a broker restart had requeued."""
+    requeued: set[int] = set()
+    for r in history:
+        if r.kind == "ack_failed" and r.detail.startswith("ack:"):
+            return True
+        if r.kind == "visibility_expired" and r.detail == "broker_restart":
+            requeued.add(r.message_id)
+        elif r.kind == "ack_stale" and r.message_id in requeued:
+            return True
+    return False
+
+
 HAZARDS: tuple[tuple[str, Callable[[Sequence[Record]], bool]], ...] = (
     ("crash_after_commit_before_ack", crash_after_commit_before_ack),
     ("crash_between_store_calls", crash_between_store_calls),
@@ -89,6 +109,8 @@ HAZARDS: tuple[tuple[str, Callable[[Sequence[Record]], bool]], ...] = (
     ("delivery_after_version_moved", delivery_after_version_moved),
     ("redelivery_after_dead_letter_or_retention", redelivery_after_dead_letter_or_retention),
     ("scheduler_pause", scheduler_pause),
+    ("paused_worker_resumed_after_lease_moved", paused_worker_resumed_after_lease_moved),
+    ("ack_lost_to_partition_or_restart", ack_lost_to_partition_or_restart),
 )
 
 

@@ -28,6 +28,8 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
     }
     for phase in (*PHASES, *EXTERNAL_PHASES):
         out[f"crashes_{phase}"] = phases[phase]
+    for phase in sorted(set(phases) - {*PHASES, *EXTERNAL_PHASES}):  # a newer kind, when it happened
+        out[f"crashes_{phase}"] = phases[phase]  # (execution_timeout): older summaries stay the same
     out.update({
         "conflicts": conflicts,
         "processor_errors": kinds["processor_error"],

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import Field, field_validator
 
 from acksim.scenario.base import DAY, HORIZON_S, Probability, Span, Tupled, _ordered_windows, _Section
+from acksim.scenario.process_faults import BrokerRestart, Partition, Pause
 
 CrashPhase = Literal["before_call", "after_call", "after_commit", "during_ack"]
 
@@ -59,7 +60,8 @@ class Faults(_Section):
     deployments, hard kills of one worker at a time; scheduled spurious duplicates; store
     latency spikes; ``poison_accounts`` whose job crashes its worker on every attempt (phase
     "poison"); ``scheduler_stalls``: windows [start_s, end_s) in which the scheduler is frozen
-    (at most ``MAX_STALLS``; overlapping ones are merged, ``merged_windows``)."""
+    (at most ``MAX_STALLS``; overlapping ones are merged, ``merged_windows``); ``pauses``,
+    ``partitions`` and ``broker_restarts``: see ``acksim.scenario.process_faults``."""
 
     crash_before_call: Probability = 0.0
     crash_after_call: Probability = 0.0
@@ -72,6 +74,10 @@ class Faults(_Section):
     kills: Annotated[tuple[Kill, ...], Tupled] = ()
     poison_accounts: Annotated[tuple[Annotated[str, Field(min_length=1, max_length=100)], ...], Tupled] = ()
     scheduler_stalls: Annotated[tuple[Span, ...], Tupled, Field(max_length=MAX_STALLS)] = ()
+    # process pauses, partitions, broker restarts (acksim.scenario.process_faults)
+    pauses: Annotated[tuple[Pause, ...], Tupled, Field(max_length=1000)] = ()
+    partitions: Annotated[tuple[Partition, ...], Tupled, Field(max_length=1000)] = ()
+    broker_restarts: Annotated[tuple[BrokerRestart, ...], Tupled, Field(max_length=1000)] = ()
 
     @field_validator("scheduler_stalls")
     @classmethod

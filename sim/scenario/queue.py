@@ -47,6 +47,11 @@ class Queue(_Section):
     receive also hands a spurious copy to another consumer. A nack makes the message visible
     again after ``min(base * 2**(n-1), max)`` seconds for receive count n, at the head of the
     queue with ``requeue_at_head`` (RabbitMQ) or else at the tail.
+
+    At a broker restart (``[[faults.broker_restarts]]``) ``on_broker_restart`` says what
+    becomes of the deliveries in flight: left to their lease ("lease"), requeued at once
+    ("requeue", RabbitMQ) or lost with every message ("lost", no persistence); the messages
+    published ``broker_lost_writes_s`` before the restart are lost (``acksim.world.broker``).
     """
 
     preset: str = Field("rest-queue", min_length=1, max_length=100)
@@ -74,6 +79,9 @@ class Queue(_Section):
     requeue_at_head: bool = False
     ack_latency_s: float = Field(0.002, ge=0.0, le=60.0)
     redrive_at_s: Annotated[tuple[Seconds, ...], Tupled] = ()
+    # broker restarts ([[faults.broker_restarts]], acksim.world.broker)
+    on_broker_restart: Literal["lease", "requeue", "lost"] = "lease"
+    broker_lost_writes_s: float = Field(0.0, ge=0.0, le=DAY)
 
     @model_validator(mode="after")
     def _backoff_ordered(self) -> "Queue":

@@ -21,7 +21,9 @@ class Workers(_Section):
     the servers of an M/M/c or M/D/c queue. With ``service_time_at`` "first_write" the work
     comes after the processor's reads, just before its first write (a processor that finds
     the job stale or done does no work). ``stop_when_lease_lost``: before committing, the
-    worker checks that it still holds the delivery's lease and rolls back if not."""
+    worker checks that it still holds the delivery's lease and rolls back if not.
+    ``execution_timeout_s`` > 0 hard-kills an attempt that has run that long (a time limit, a
+    start-to-close timeout: crash kind "execution_timeout", ``acksim.world.time_limits``)."""
 
     count: int = Field(8, ge=1, le=1000)
     ack_policy: Literal["after_commit", "before_processing"] = "after_commit"
@@ -33,3 +35,5 @@ class Workers(_Section):
     service_time_at: Literal["start", "first_write"] = "start"
     stop_when_lease_lost: bool = False
     service_time_distribution: Literal["exponential", "constant"] = "exponential"
+    # a hard limit per attempt, 0 = none (acksim.world.time_limits: T-AF, A-CFG, GCT-TASK)
+    execution_timeout_s: float = Field(0.0, ge=0.0, le=DAY)

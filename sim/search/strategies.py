@@ -4,7 +4,7 @@ A drawn example is a whole scenario: up to ~30 accounts with deadlines that shar
 lifecycle steps that land before, at and during processing of the account's job, and a fault
 schedule (crashes at a delivery and phase, spurious duplicates, latency spikes that make
 processing outlive the visibility timeout, rolling deployments, mail provider outages,
-scheduler pauses), with queue parameters drawn around the base scenario's.
+scheduler pauses, process pauses, partitions, broker restarts, execution time limits), with queue parameters drawn around the base scenario's.
 
 Choices are ordered so that Hypothesis's shrinking is semantic: fewer accounts, steps and
 faults; crash phases toward the commit (``after_commit`` first) and crash calls toward the
@@ -71,7 +71,58 @@ def fault_schedules(n_deliveries: int, instants: list[float], cron: bool):
         "deployments": st.lists(deployment, max_size=1),
         "outages": st.lists(outage, max_size=1),
         "paused": st.lists(pause, max_size=1) if cron else st.just([]),
+        "pauses": pauses(n_deliveries, instants),
+        "partitions": partitions(instants),
+        "broker_restarts": broker_restarts(instants),
+        "queue": st.fixed_dictionaries({"on_broker_restart": restart_recoveries()}),
+        "workers": st.fixed_dictionaries({"execution_timeout_s": execution_timeouts()}),
     })
+
+
+# a pause or partition starts this long after a deadline: inside the attempt of its job
+# (store calls about 1 ms each), or just before it
+LINK_OFFSETS_S = (0.0015, 0.0, 0.0035, -0.5)
+
+
+def pauses(n_deliveries: int, instants: list[float]):
+    """Strategy: ``[[faults.pauses]]`` entries: the holder of a delivery frozen before one of
+    its store calls (the writes first), or worker 1-3 frozen at a drawn instant, for longer
+    than the drawn visibility timeouts first (so the lease moves on) or shorter."""
+    durations = st.sampled_from((30.0, 2.0, 10.0))
+    at_call = st.builds(lambda d, c, s: {"delivery": d, "call": c, "duration_s": s},
+                        st.integers(1, n_deliveries), st.sampled_from(CRASH_CALLS), durations)
+    at_time = st.builds(lambda w, a, o, s: {"worker": w, "at_s": max(a + o, 0.0), "duration_s": s},
+                        st.integers(1, 3), st.sampled_from(instants), st.sampled_from(LINK_OFFSETS_S), durations)
+    return st.lists(st.one_of(at_call, at_time), max_size=1)
+
+
+def partitions(instants: list[float]):
+    """Strategy: ``[[faults.partitions]]`` entries: worker 1-3 cut off from the queue (first)
+    or its database around a drawn instant."""
+    return st.lists(st.builds(
+        lambda w, b, a, o, s: {"worker": w, "between": b, "at_s": max(a + o, 0.0), "duration_s": s},
+        st.integers(1, 3), st.sampled_from(("queue", "db")), st.sampled_from(instants),
+        st.sampled_from(LINK_OFFSETS_S), st.sampled_from((10.0, 30.0))), max_size=1)
+
+
+def broker_restarts(instants: list[float]):
+    """Strategy: ``[[faults.broker_restarts]]`` entries just after a drawn instant (an attempt
+    under way), down 10 s or 1 s. Losses of a broker without persistence are not drawn: they
+    lose work whatever the design does."""
+    return st.lists(st.builds(lambda a, o, d: {"at_s": max(a + o, 0.0), "down_s": d},
+                              st.sampled_from(instants), st.sampled_from((0.003, 0.0015, 0.0)),
+                              st.sampled_from((10.0, 1.0))), max_size=1)
+
+
+def restart_recoveries():
+    """Strategy: ``queue.on_broker_restart``, "lease" first, or "requeue" (RabbitMQ)."""
+    return st.sampled_from(("lease", "requeue"))
+
+
+def execution_timeouts():
+    """Strategy: ``workers.execution_timeout_s``: none first, or limits an attempt of a few
+    store calls (about 5 ms) overruns, or a pause or spike makes it overrun."""
+    return st.sampled_from((0.0, 0.003, 1.0))
 
 
 def check_scenarios(base: Scenario, max_accounts: int = 30):
@@ -92,6 +143,8 @@ def _around(base: Scenario, plan):
         data.update(seed=seed, plan={"accounts": accounts, "steps": steps})
         data["scheduler"].update(mode=mode, paused=faults.pop("paused"))
         data["mail"]["outages"] = faults.pop("outages")
+        data["queue"].update(faults.pop("queue"))  # drawn with the faults (restart recovery)
+        data["workers"].update(faults.pop("workers"))  # (execution time limit)
         data["faults"].update(faults)
         data["queue"].update(queue)
         data["workers"]["count"] = workers

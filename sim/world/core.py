@@ -25,6 +25,7 @@ from acksim.world.budget import run_guarded, stop_reason
 from acksim.world.cost import refuse_if_too_costly
 from acksim.world.interleave import ProcessorHung
 from acksim.world.faults import FaultPlan, fault_injector, killer
+from acksim.world import links as _links
 from acksim.history import History, Record
 from acksim.world.outbox_relay import OutboxRelay
 from acksim.world.queue import Queue
@@ -134,6 +135,7 @@ class World:
         self.import_error: str | None = None  # the first ImportError the processor raised, one line
         self.busy: set[str] = set()  # workers holding a delivery (only its size is read)
         self.poison_accounts = frozenset(scenario.faults.poison_accounts)  # membership only
+        self.links = _links.install(self)  # pauses, partitions, broker restarts (None without)
 
     # --- time ------------------------------------------------------------------------------
     def now(self) -> float:
@@ -171,6 +173,10 @@ class World:
             env.process(fault_injector(self, sc.faults.deployments))
         if sc.faults.kills:
             env.process(killer(self, sc.faults.kills))
+        if self.links is not None:
+            self.links.start()
+            if self.links.broker is not None:
+                env.process(self.links.broker.run())
         for at in sorted(sc.queue.redrive_at_s):
             env.process(self._redrive(at))
         try:
@@ -199,7 +205,8 @@ class World:
         faults = self.scenario.faults
         ends = [last_op, last_deadline, *self.scenario.queue.redrive_at_s,
                 *(d.at_s + n * d.worker_down_s for d in faults.deployments),
-                *(k.at_s + k.down_s for k in faults.kills), *(hi for _lo, hi in faults.scheduler_stalls)]
+                *(k.at_s + k.down_s for k in faults.kills), *(hi for _lo, hi in faults.scheduler_stalls),
+                *_links.window_ends(faults)]
         return max(ends)
 
     def _until_idle(self):

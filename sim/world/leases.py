@@ -53,6 +53,10 @@ def _heartbeat(q: Queue, msg: _Message, receipt: int) -> None:
     cfg, now = q.config, q.env.now
     if msg.state != "in_flight" or msg.receipt != receipt or msg.orphaned or msg.lease_until <= now:
         return
+    if q.reachable is not None and not q.reachable(msg.holder):  # paused or cut off: a beat lost
+        if now + cfg.heartbeat_interval_s < msg.received_at + cfg.max_lease_s:
+            q._at(cfg.heartbeat_interval_s, _heartbeat, q, msg, receipt)
+        return
     cap = msg.received_at + cfg.max_lease_s
     msg.lease_until = max(msg.lease_until, min(now + cfg.visibility_timeout_s, cap))
     if now + cfg.heartbeat_interval_s < cap:
@@ -94,8 +98,11 @@ def sweeper(q: Queue):
 
 
 def lapse(q: Queue, msg: _Message) -> None:
-    """A lease ran out: redeliver by the queue's mechanism."""
+    """A lease ran out: redeliver by the queue's mechanism (not while the broker is down:
+    ``acksim.world.broker`` recovers at the restart)."""
     cfg = q.config
+    if q.broker is not None and q.broker.down():
+        return
     if cfg.redelivery == "consumer_death":  # the ack timeout closes the consumer's channel
         for m in [m for m in q._in_flight.values() if m.holder == msg.holder]:
             q._log("visibility_expired", "queue", m, m.receive_count, "consumer_timeout")
@@ -116,6 +123,6 @@ def lapse(q: Queue, msg: _Message) -> None:
 
 def disconnected(q: Queue, msg: _Message, receipt: int) -> None:
     """"consumer_death" redelivery: the broker noticed the holder of loan ``receipt`` died."""
-    if msg.state == "in_flight" and msg.receipt == receipt:
+    if msg.state == "in_flight" and msg.receipt == receipt and not (q.broker is not None and q.broker.down()):
         q._log("visibility_expired", "queue", msg, msg.receive_count, "connection_lost")
         q._make_visible(msg, head=q.config.requeue_at_head)

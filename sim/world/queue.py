@@ -65,6 +65,10 @@ class Queue:
         self._in_flight: dict[int, _Message] = {}  # on loan, in delivery order
         self._popped: dict[int, str] = {}  # pop-on-fetch: message id -> consumer still working on it
         self._stream: deque[int] = deque()  # publish order, for the length cap
+        # set by acksim.world.links when the scenario pauses, partitions or restarts: who can
+        # reach the queue now (consumer -> bool), and the broker's up/down state
+        self.reachable = None
+        self.broker = None
         if config.sweep_interval_s > 0 and config.redelivery != "none":
             env.process(sweeper(self))
 
@@ -79,6 +83,8 @@ class Queue:
             raise MessageTooLarge(f"message body is {size} bytes; queue.max_message_bytes allows at most {cfg.max_message_bytes}")
         if not 0.0 <= delay_s <= cfg.max_delay_s:
             raise ValueError(f"delay {delay_s} s outside 0..{cfg.max_delay_s} (queue.max_delay_s)")
+        if self.broker is not None and self.broker.down():
+            return self.broker.defer(job, deadline_s, delay_s, actor, size)  # retried at the restart
         now = self.env.now
         if cfg.kind == "fifo":
             key = f"{job.account_id}:{job.cleanup_version}"
@@ -303,7 +309,7 @@ class Queue:
         went stale (expired, redelivered), dead-letter a message past its receive limit,
         start the visibility timer of a real delivery, and maybe queue a spurious copy."""
         cfg = self.config
-        while self._getters and self._ready:
+        while self._ready and self._has_getter():
             mid, dup = self._ready.popleft()
             msg = self._messages[mid]
             if dup:
@@ -317,7 +323,7 @@ class Queue:
                 if cfg.max_receive_count and msg.receive_count >= cfg.max_receive_count:
                     self._exhaust(msg, "max_receive_count")
                     continue
-                event, consumer = self._getters.popleft()
+                event, consumer = self._take_getter()
                 lend(self, msg, consumer)
                 delivery = Delivery(mid, msg.job, msg.deadline_s, msg.receive_count, msg.receipt,
                                     self._next_number())
@@ -330,9 +336,25 @@ class Queue:
                 event.succeed(delivery)
                 self._maybe_duplicate(msg, delivery)
                 continue
-            event, consumer = self._getters.popleft()
+            event, consumer = self._take_getter()
             self._log("delivered", consumer, msg, delivery.receive_count, "duplicate")
             event.succeed(delivery)
+
+    def _has_getter(self) -> bool:
+        """Whether a waiting consumer can be served now (one that can reach the queue)."""
+        if self.reachable is None:
+            return bool(self._getters)
+        return any(self.reachable(c) for _e, c in self._getters)
+
+    def _take_getter(self) -> tuple[simpy.Event, str]:
+        """The oldest waiting consumer that can reach the queue, taken off the waiting line."""
+        if self.reachable is None:
+            return self._getters.popleft()
+        for i, (event, consumer) in enumerate(self._getters):
+            if self.reachable(consumer):
+                del self._getters[i]
+                return event, consumer
+        raise RuntimeError("no reachable consumer")  # _has_getter said there was one
 
     def _maybe_duplicate(self, msg: _Message, delivery: Delivery) -> None:
         cfg = self.config

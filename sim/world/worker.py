@@ -22,7 +22,9 @@ import simpy
 
 from acksim.model.errors import ConflictError
 from acksim.world.faults import stay_down, store_latency
+from acksim.world import time_limits
 from acksim.world.interleave import Attempt, Finished, ProcessorHung, Sleep
+from acksim.world.links import StoreUnreachable
 from acksim.world.queue import Delivery
 
 WRITE_METHODS = frozenset({"apply_once", "add_once", "put", "delete", "mark_sent", "mark_failed"})
@@ -73,7 +75,11 @@ def worker(world, name: str, rng: random.Random):
                 continue
             state.delivery = delivery
             world.busy.add(name)
-            yield from _handle(world, name, processor, rng, session, state, delivery)
+            watch = time_limits.start(world, env.active_process)  # workers.execution_timeout_s
+            try:
+                yield from _handle(world, name, processor, rng, session, state, delivery)
+            finally:
+                time_limits.stop(watch)
             state.delivery = None
             world.busy.discard(name)
         except (WorkerCrash, simpy.Interrupt) as exc:
@@ -207,7 +213,7 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
             step = attempt.step()
             while not isinstance(step, Finished):
                 if isinstance(step, Sleep):
-                    yield env.timeout(step.seconds)
+                    yield from _pass(world, name, step.seconds)
                 elif step.when == "before":
                     if not worked and step.method in WRITE_METHODS:  # the work, after the reads
                         worked = True
@@ -216,6 +222,8 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                     latency = store_latency(world.scenario, env.now, rng)
                     if latency:  # zero latency: no event, the call happens at once
                         yield env.timeout(latency)
+                    if world.links is not None:  # a pause at this call, a frozen worker, no database
+                        yield from world.links.at_call(name, delivery, step.index)
                     if plan.crash(rng, delivery.number, "before_call", step.index):
                         raise WorkerCrash("before_call", restart)
                 else:
@@ -232,6 +240,8 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                 latency = store_latency(world.scenario, env.now, rng)  # the commit's round trip
                 if latency:
                     yield env.timeout(latency)
+                if world.links is not None:
+                    yield from world.links.at_commit(name)
                 if cfg.stop_when_lease_lost and not queue.lease_held(delivery):
                     session.rollback()  # another worker may hold the job now: write nothing
                     _log_tx(world, "lease_lost", name, delivery, "rolled back before commit")
@@ -245,6 +255,9 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
             _log_tx(world, "processor_error", name, delivery, f"hung: {exc}")
             world.processor_errors.append((env.now, name, delivery.message_id, f"hung: {exc}"))
             raise  # a processor that never returns cannot be run on
+        except StoreUnreachable as exc:  # partitioned from the database: roll back, give it back
+            yield from _db_unreachable(world, name, session, state, delivery, str(exc))
+            return
         if error is None:
             break
         if session.in_transaction:
@@ -261,8 +274,7 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
             if unit_of_work:
                 _log_tx(world, "tx_rolled_back", name, delivery, "processor_error")
         if cfg.ack_policy == "after_commit":
-            yield env.timeout(queue.config.ack_latency_s)
-            queue.nack(delivery, name, queue.backoff(delivery.receive_count))
+            yield from _nack(world, name, delivery)
         return
     if cfg.ack_policy == "after_commit":
         if plan.crash(rng, delivery.number, "after_commit"):
@@ -271,10 +283,44 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
 
 
 def _ack(world, name, rng, delivery: Delivery):
-    yield world.env.timeout(world.queue.config.ack_latency_s)
+    yield from _pass(world, name, world.queue.config.ack_latency_s)
     if world.fault_plan.crash(rng, delivery.number, "during_ack"):
         raise WorkerCrash("during_ack", world.scenario.workers.restart_delay_s)
+    if world.links is not None and not world.links.queue_reachable(name):
+        world.links.ack_failed(name, delivery)  # lost to a partition or a broker restart
+        return
     world.queue.ack(delivery, name)
+
+
+def _nack(world, name, delivery: Delivery):
+    """Give ``delivery`` back with the queue's backoff, after the ack latency (the nack is
+    lost when the worker cannot reach the queue)."""
+    yield from _pass(world, name, world.queue.config.ack_latency_s)
+    if world.links is not None and not world.links.queue_reachable(name):
+        world.links.ack_failed(name, delivery, "nack")
+        return
+    world.queue.nack(delivery, name, world.queue.backoff(delivery.receive_count))
+
+
+def _pass(world, name: str, seconds: float):
+    """SimPy sub-process: let ``seconds`` of virtual time pass for worker ``name``, then wait
+    out a pause that holds it (``acksim.world.links``)."""
+    yield world.env.timeout(seconds)
+    if world.links is not None:
+        yield from world.links.hold(name)
+
+
+def _db_unreachable(world, name, session, state: _State, delivery: Delivery, what: str):
+    """A store call or commit failed (partitioned from the database): abandon the attempt,
+    roll back, record it and nack (no error of the processor's own)."""
+    if state.attempt is not None:
+        state.attempt.abandon()
+        state.attempt = None
+    if session.in_transaction:
+        session.rollback()
+    _log_tx(world, "tx_rolled_back", name, delivery, f"db_unreachable: {what}")
+    if world.scenario.workers.ack_policy == "after_commit":
+        yield from _nack(world, name, delivery)
 
 
 def _record_writes(world, name: str, delivery: Delivery, writes) -> None:

@@ -1,0 +1,208 @@
+"""Links: which workers can reach the queue and the database, instant by instant.
+
+Jepsen's basic faults cut a worker off in three ways. A *pause* (a stop-the-world GC, SIGSTOP,
+an event loop blocked by CPU work [B-STALL]) freezes the whole process: no heartbeats,
+receives, store calls or acks until it resumes exactly where it was, with a lease that may
+have moved on to another worker. A *partition* from the queue lets processing go on against
+the database while receives, heartbeats and acks fail [C-CONF: late-ack tasks keep running on
+connection loss]; a partition from the database fails the store calls while the queue is
+reachable. A *broker restart* (``acksim.world.broker``) cuts everyone off the queue.
+
+Like a telephone exchange's switchboard: the faults are the schedule of unplugged lines
+(windows ``[start, end)`` of virtual seconds, fixed in advance, so what a worker sees at an
+instant never depends on which SimPy event ran first at that instant); the worker asks the
+board before each named step of an attempt (``hold``, ``at_call``, ``at_commit``,
+``queue_reachable``). ``install`` builds a board only when the scenario has one of these
+faults: without them the world runs exactly as before.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from acksim.world.core import World
+    from acksim.world.queue import Delivery
+
+
+class StoreUnreachable(Exception):
+    """Raised in the worker (never in the processor) at a store call or commit it makes while
+    partitioned from the database: the attempt is abandoned, rolled back and nacked."""
+
+
+class Links:
+    """The switchboard of one world: pause windows per worker, partition windows per (worker,
+    "queue" | "db"), the broker's down windows (``acksim.world.broker.Broker``). Times are
+    virtual seconds; a window ``[start, end)`` holds ``start`` and not ``end``."""
+
+    def __init__(self, world: "World") -> None:
+        f = world.scenario.faults
+        self.world = world
+        self.frozen: dict[str, list[tuple[float, float]]] = {}
+        for p in f.pauses:
+            if p.at_s is not None:
+                self.frozen.setdefault(f"worker-{p.worker}", []).append((p.at_s, p.at_s + p.duration_s))
+        self.cut: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for c in f.partitions:
+            self.cut.setdefault((f"worker-{c.worker}", c.between), []).append((c.at_s, c.at_s + c.duration_s))
+        self.call_pauses = {(p.delivery, p.call): p.duration_s for p in f.pauses if p.delivery is not None}
+        self.broker = None  # acksim.world.broker.Broker, when the scenario restarts it
+
+    # --- questions a worker (or the queue) asks -----------------------------------------------
+    def frozen_until(self, name: str) -> float:
+        """The end of the pause holding worker ``name`` now, or now when it is not paused."""
+        now = t = self.world.env.now
+        moved = True
+        while moved:  # overlapping or touching pauses freeze until the last one ends
+            moved = False
+            for lo, hi in self.frozen.get(name, ()):
+                if lo <= t < hi:
+                    t, moved = hi, True
+        return max(t, now)
+
+    def _is_cut(self, name: str, between: str) -> bool:
+        now = self.world.env.now
+        return any(lo <= now < hi for lo, hi in self.cut.get((name, between), ()))
+
+    def queue_reachable(self, name: str) -> bool:
+        """Whether worker ``name`` can reach the queue now: the broker is up, the worker is not
+        paused and not partitioned from it."""
+        if self.broker is not None and self.broker.down():
+            return False
+        return self.frozen_until(name) <= self.world.env.now and not self._is_cut(name, "queue")
+
+    def why_unreachable(self, name: str) -> str:
+        """Why ``queue_reachable(name)`` is False: "broker_down", "paused" or "partition"."""
+        if self.broker is not None and self.broker.down():
+            return "broker_down"
+        return "paused" if self.frozen_until(name) > self.world.env.now else "partition"
+
+    # --- named steps of an attempt ------------------------------------------------------------
+    def hold(self, name: str):
+        """SimPy sub-process: while worker ``name`` is paused, wait for the pause to end."""
+        env = self.world.env
+        while (until := self.frozen_until(name)) > env.now:
+            yield env.timeout(until - env.now)
+
+    def at_call(self, name: str, delivery: "Delivery", call: int):
+        """SimPy sub-process before store call ``call`` of ``delivery``: a pause scheduled at
+        this call starts now; a paused worker waits; raises ``StoreUnreachable`` when the
+        worker is partitioned from the database."""
+        duration = self.call_pauses.get((delivery.number, call))
+        if duration:
+            self.pause(name, duration)
+        yield from self.hold(name)
+        if self._is_cut(name, "db"):
+            raise StoreUnreachable(f"store call {call}")
+
+    def at_commit(self, name: str):
+        """SimPy sub-process before a commit: wait out a pause; raise ``StoreUnreachable`` when
+        partitioned from the database."""
+        yield from self.hold(name)
+        if self._is_cut(name, "db"):
+            raise StoreUnreachable("commit")
+
+    def ack_failed(self, name: str, delivery: "Delivery", what: str = "ack") -> None:
+        """Record that worker ``name``'s ack (or nack: ``what``) of ``delivery`` did not reach
+        the queue; the message stays in flight until its lease lapses."""
+        self.world.history.record(
+            "ack_failed", name, message_id=delivery.message_id, account_id=delivery.job.account_id,
+            cleanup_version=delivery.job.cleanup_version, receive_count=delivery.receive_count,
+            deadline=delivery.deadline_s, detail=f"{what}:{self.why_unreachable(name)}")
+
+    # --- the windows as they open and close ---------------------------------------------------
+    def pause(self, name: str, duration_s: float) -> None:
+        """Freeze worker ``name`` from now for ``duration_s`` (a pause at a store call)."""
+        now = self.world.env.now
+        self.frozen.setdefault(name, []).append((now, now + duration_s))
+        self._open(name, duration_s)
+
+    def _pause_at(self, name: str, at_s: float, duration_s: float):
+        """SimPy process: open the scheduled pause of worker ``name`` at ``at_s``."""
+        yield self.world.env.timeout(at_s - self.world.env.now)
+        self._open(name, duration_s)
+
+    def _open(self, name: str, duration_s: float) -> None:
+        """Record "worker_paused" now, with each loan worker ``name`` holds, and close the
+        window ``duration_s`` later (a timer set before the worker waits on it, so the
+        resumption is recorded before the worker's first step after it)."""
+        loans = [(m.id, m.receipt) for m in self.world.queue._in_flight.values() if m.holder == name]
+        for mid, _receipt in loans or [(None, 0)]:
+            self._record("worker_paused", name, mid, f"{duration_s:g} s")
+        timer = self.world.env.timeout(duration_s, "pause")
+        timer.callbacks.append(lambda _e: self._close(name, loans))
+
+    def _close(self, name: str, loans: list[tuple[int, int]]) -> None:
+        """Record "worker_resumed", saying of each loan held at the pause whether its lease is
+        still held ("lease_held"), lapsed but not taken back ("lease_lapsed") or moved on
+        ("lease_moved": taken back, redelivered, acked by another, gone)."""
+        q, now = self.world.queue, self.world.env.now
+        if not loans:
+            self._record("worker_resumed", name, None, "")
+        for mid, receipt in loans:
+            m = q._messages[mid]
+            if m.state != "in_flight" or m.receipt != receipt:
+                why = "lease_moved"
+            elif m.lease_until <= now:
+                why = "lease_lapsed"
+            else:
+                why = "lease_held"
+            self._record("worker_resumed", name, mid, why)
+        q._dispatch()  # its waiting receive may be served now
+
+    def _partition_window(self, name: str, between: str, at_s: float, duration_s: float):
+        """SimPy process: record "partition_started" and "partition_healed" for worker
+        ``name``; while cut from the queue past ``queue.disconnect_detect_s``, a broker that
+        requeues on consumer death (RabbitMQ's heartbeat timeout [RMQ-HB]) takes its loans back."""
+        env, q = self.world.env, self.world.queue
+        if at_s > env.now:
+            yield env.timeout(at_s - env.now)
+        self.world.history.record("partition_started", name, detail=f"{between} {duration_s:g} s")
+        detect = q.config.disconnect_detect_s
+        if between == "queue" and q.config.redelivery == "consumer_death" and detect < duration_s:
+            yield env.timeout(detect)
+            from acksim.world.leases import disconnected
+
+            for m in [m for m in q._in_flight.values() if m.holder == name]:
+                disconnected(q, m, m.receipt)
+            yield env.timeout(duration_s - detect)
+        else:
+            yield env.timeout(duration_s)
+        self.world.history.record("partition_healed", name, detail=between)
+        q._dispatch()
+
+    def _record(self, kind: str, name: str, mid: int | None, detail: str) -> None:
+        job = self.world.queue._messages[mid].job if mid is not None else None
+        self.world.history.record(kind, name, message_id=mid, account_id=job.account_id if job else None,
+                                  cleanup_version=job.cleanup_version if job else None, detail=detail)
+
+    def start(self) -> None:
+        """Start the processes that record the scheduled windows as they open and close."""
+        env, f = self.world.env, self.world.scenario.faults
+        for p in sorted((p for p in f.pauses if p.at_s is not None), key=lambda p: (p.at_s, p.worker)):
+            env.process(self._pause_at(f"worker-{p.worker}", p.at_s, p.duration_s))
+        for c in sorted(f.partitions, key=lambda c: (c.at_s, c.worker, c.between)):
+            env.process(self._partition_window(f"worker-{c.worker}", c.between, c.at_s, c.duration_s))
+
+
+def install(world: "World") -> Links | None:
+    """A switchboard for ``world`` when its scenario has pauses, partitions or broker restarts
+    (wired into its queue: receives, heartbeats and publishes ask it), else None."""
+    f = world.scenario.faults
+    if not (f.pauses or f.partitions or f.broker_restarts):
+        return None
+    links = Links(world)
+    world.queue.reachable = links.queue_reachable
+    if f.broker_restarts:
+        from acksim.world.broker import Broker
+
+        links.broker = Broker(world)
+        world.queue.broker = links.broker
+    return links
+
+
+def window_ends(faults) -> list[float]:
+    """The ends of every scheduled pause, partition and broker restart window (virtual s)."""
+    return [*(p.at_s + p.duration_s for p in faults.pauses if p.at_s is not None),
+            *(c.at_s + c.duration_s for c in faults.partitions),
+            *(r.at_s + r.down_s for r in faults.broker_restarts)]
