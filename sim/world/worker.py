@@ -106,17 +106,20 @@ def _held(world, name: str, processor: tuple, rng: random.Random, delivery: Deli
     session = world.db.session()
     state = _State()
     state.delivery = delivery
-    due = False
+    due, watch = False, None
     try:
         yield env.timeout(delivery.deadline_s - env.now)
         due = True
+        watch = time_limits.start(world, env.active_process)  # the child's time limit
         yield from _handle(world, name, processor, rng, session, state, delivery)
     except WorkerCrash as exc:
         _crash(world, name, session, state, exc.phase, only=delivery.message_id)
-    except simpy.Interrupt as exc:  # the worker went down; a job already running is recorded as crashed
-        if due:
-            _crash(world, name, session, state, exc.cause or "killed", only=delivery.message_id)
+    except simpy.Interrupt as exc:  # the worker went down (or the time limit killed this child)
+        if due:  # a job already running is recorded as crashed
+            phase = exc.cause[0] if isinstance(exc.cause, tuple) else exc.cause or "killed"
+            _crash(world, name, session, state, phase, only=delivery.message_id)
     finally:
+        time_limits.stop(watch)
         world.busy.discard(key)
         session.close()
 

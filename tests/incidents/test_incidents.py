@@ -36,7 +36,7 @@ def of(history, kind, detail=None):
 
 def test_every_incident_file_is_run_here():
     names = [p.stem for p in sorted(INCIDENTS.glob("*.toml"))]
-    assert len(names) == 13 and {n[:2] for n in names} == {f"0{k}" for k in range(1, 9)}
+    assert len(names) == 18 and {n[:2] for n in names} == {f"{k:02d}" for k in range(1, 13)}
     source = Path(__file__).read_text()
     assert [n for n in names if f'"{n}"' not in source] == []
 
@@ -192,3 +192,62 @@ def test_08_outage_longer_than_retention_loses_every_job_loudly(processor):
     assert all(r.time == pytest.approx(3600.0, abs=0.01) for r in of(history, "retention_expired"))
     lost = summary["invariants"]["no_lost_work"]
     assert lost["violations"] == 50 and "dropped by retention" in lost["example"]["why"]
+
+
+# --- process pauses, partitions, broker restarts, execution time limits -----------------------------
+@pytest.mark.parametrize("processor, reminders", [("reference", 1), ("naive", 2)])
+def test_09_a_paused_worker_resumes_with_a_lock_another_worker_took(processor, reminders):
+    summary, history = run("09-event-loop-pause-stale-lock", processor)
+    paused, resumed = of(history, "worker_paused"), of(history, "worker_resumed")
+    assert [(r.actor, round(r.time, 3)) for r in paused] == [("worker-1", 60.03)]  # before its 3rd call
+    assert [(r.actor, round(r.time, 3), r.detail) for r in resumed] == [("worker-1", 150.03, "lease_moved")]
+    stalled = of(history, "visibility_expired", "stalled")
+    assert [r.time for r in stalled] == [90.0]  # the lock (60 + 30 s) found lapsed by the stalled check at 90
+    assert [(r.actor, r.time) for r in of(history, "delivered")] == [("worker-1", 60.0), ("worker-2", 90.0)]
+    assert summary["counts"]["reminders_sent"] == reminders
+    if processor == "reference":
+        assert violated(summary) == set() and [r.detail for r in of(history, "ack_stale")] == ["deleted"]
+    else:
+        assert violated(summary) == {"at_most_once_effect"}
+
+
+@pytest.mark.parametrize("processor, reminders", [("reference", 1), ("naive", 2)])
+def test_10_a_worker_cut_off_from_the_queue_commits_and_loses_its_ack(processor, reminders):
+    summary, history = run("10-partition-from-queue-ack-lost", processor)
+    assert [(r.actor, r.detail) for r in of(history, "ack_failed")] == [("worker-1", "ack:partition")]
+    assert [(r.actor, r.time) for r in of(history, "delivered")] == [("worker-1", 60.0), ("worker-2", 90.0)]
+    assert [r.time for r in of(history, "partition_started")] == [60.015]
+    assert [r.time for r in of(history, "partition_healed")] == [pytest.approx(180.015)]
+    assert summary["counts"]["reminders_sent"] == reminders
+    assert violated(summary) == (set() if processor == "reference" else {"at_most_once_effect"})
+
+
+@pytest.mark.parametrize("processor, reminders", [("reference", 1), ("naive", 2)])
+def test_11_a_broker_restart_requeues_a_delivery_whose_ack_it_lost(processor, reminders):
+    summary, history = run("11-broker-restart-requeue", processor)
+    assert [(r.time, r.detail) for r in of(history, "broker_down")] == [(60.015, "30 s")]
+    assert [r.detail for r in of(history, "ack_failed")] == ["ack:broker_down"]
+    assert [r.time for r in of(history, "visibility_expired", "broker_restart")] == [pytest.approx(90.015)]
+    assert [(r.actor, round(r.time, 3)) for r in of(history, "delivered")] == [("worker-1", 60.002),
+                                                                              ("worker-2", 90.015)]
+    assert summary["counts"]["reminders_sent"] == reminders
+    assert violated(summary) == (set() if processor == "reference" else {"at_most_once_effect"})
+
+
+@pytest.mark.parametrize("processor", ["reference", "naive"])
+def test_11_a_broker_without_persistence_loses_every_job_it_held(processor):
+    summary, history = run("11-broker-restart-not-persisted", processor)
+    dropped = of(history, "dropped", "broker_restart:not_persisted")
+    assert len(dropped) == 11 and all(r.time == pytest.approx(70.015) for r in dropped)  # 60.015 + 10 s
+    assert summary["counts"]["cleanups"] == 1  # the job in flight at the restart was applied
+    lost = summary["invariants"]["no_lost_work"]
+    assert lost["violations"] == 10 and violated(summary) == {"no_lost_work"}
+
+
+@pytest.mark.parametrize("processor", ["reference", "naive"])
+def test_12_a_task_past_its_time_limit_is_killed_and_acked_without_effect(processor):
+    summary, history = run("12-execution-timeout-acked", processor)
+    assert [(r.time, r.actor) for r in of(history, "crashed", "execution_timeout")] == [(360.0, "worker-1")]
+    assert [r.time for r in of(history, "acked", "worker_lost")] == [360.0]
+    assert summary["counts"]["crashes_execution_timeout"] == 1 and summary["counts"]["cleanups"] == 0
+    assert violated(summary) == {"ack_after_durable", "no_lost_work"}
