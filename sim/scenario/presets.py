@@ -49,13 +49,22 @@ class Preset:
         return "\n".join(lines)
 
 
-_SQS_LIMITS = {"visibility_timeout_s": (0.0, 43_200.0), "max_lease_s": (0.0, 43_200.0),
+_SQS_LIMITS = {"visibility_timeout_s": (0.0, 43_200.0), "max_lease_s": (0.0, 43_200.0), "prefetch": (1, 10),
                "max_receive_count": (0, 1000), "max_delay_s": (0.0, 900.0),
                "retention_s": (60.0, 1_209_600.0), "max_message_bytes": (1024, 1_048_576)}
+_SQS_RESTART = {"on_broker_restart": "lease"}
+_SQS_RESTART_SOURCES = {"queue.on_broker_restart": "AWS-VIS: a message stays in flight until its visibility "
+                                                   "timeout, whatever happened to the consumer"}
+_REDIS_RESTART = {"on_broker_restart": "lease", "broker_lost_writes_s": 1.0}
+_REDIS_RESTART_SOURCES = {
+    "queue.on_broker_restart": "R-XCL, B-STALL: pending entries and active jobs stay until a claimer or the "
+                               "stalled check finds them idle (section 12)",
+    "queue.broker_lost_writes_s": "R-PERSIST: AOF appendfsync everysec loses up to 1 s of writes; acksim: AOF "
+                                  "assumed (RDB only: the writes since the last snapshot; none: 'lost')"}
 _RMQ_QUEUE = {"redelivery": "consumer_death", "visibility_timeout_s": 1800.0, "sweep_interval_s": 60.0,
               "disconnect_detect_s": 60.0, "max_lease_s": HORIZON_S, "max_delay_s": 0.0,
               "retention_s": HORIZON_S, "max_message_bytes": 16_777_216, "nack_backoff_base_s": 0.0,
-              "nack_backoff_max_s": 0.0, "requeue_at_head": True}
+              "nack_backoff_max_s": 0.0, "requeue_at_head": True, "on_broker_restart": "requeue"}
 _RMQ_SOURCES = {
     "queue.redelivery": "RMQ-CONF: unacked deliveries are requeued when the channel or connection closes",
     "queue.visibility_timeout_s": "RMQ-CONS: consumer_timeout 30 min (the delivery ack timeout)",
@@ -68,6 +77,7 @@ _RMQ_SOURCES = {
     "queue.nack_backoff_base_s": "RMQ-CONF: basic.nack/reject with requeue: no delay",
     "queue.nack_backoff_max_s": "RMQ-CONF: no delay",
     "queue.requeue_at_head": "RMQ-CONF: a requeued message goes back to its original position, or nearer the head",
+    "queue.on_broker_restart": "RMQ-CONF: unacked deliveries of a lost connection (a broker restart) are requeued",
 }
 
 PRESETS: dict[str, Preset] = {p.name: p for p in (
@@ -98,7 +108,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         tables={"queue": {"kind": "standard", "redelivery": "visibility_timeout", "visibility_timeout_s": 30.0,
                           "max_lease_s": 43_200.0, "max_receive_count": 0, "max_delay_s": 900.0,
                           "retention_s": 345_600.0, "max_message_bytes": 262_144,
-                          "duplicate_probability": 0.0005}},
+                          "duplicate_probability": 0.0005, **_SQS_RESTART}},
         sources={"queue.kind": "AWS-STD: standard queue, at-least-once, best-effort order",
                  "queue.redelivery": "AWS-VIS: receivable again when the visibility timeout expires",
                  "queue.visibility_timeout_s": "AWS-Q, AWS-VIS: default 30 s, range 0 s-12 h",
@@ -108,7 +118,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                  "queue.retention_s": "AWS-Q: default 4 days, 60 s-14 days",
                  "queue.max_message_bytes": "PULUMI-SQS: MaximumMessageSize default 256 KiB (AWS-SEND: 1 MiB max)",
                  "queue.duplicate_probability": "AWS-STD: 'occasionally more than one copy'; no rate "
-                                                "documented, acksim: 1 in 2,000 deliveries"},
+                                                "documented, acksim: 1 in 2,000 deliveries",
+                 **_SQS_RESTART_SOURCES},
         limits=_SQS_LIMITS,
         characteristic_hazard="duplicates without any failure; a message never acked is redelivered until retention",
         hazard_kinds=("delivered:duplicate",)),
@@ -118,7 +129,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         tables={"queue": {"kind": "fifo", "redelivery": "visibility_timeout", "visibility_timeout_s": 30.0,
                           "max_lease_s": 43_200.0, "max_receive_count": 0, "max_delay_s": 900.0,
                           "retention_s": 345_600.0, "max_message_bytes": 262_144,
-                          "fifo_dedup_window_s": 300.0, "duplicate_probability": 0.0}},
+                          "fifo_dedup_window_s": 300.0, "duplicate_probability": 0.0, **_SQS_RESTART}},
         sources={"queue.kind": "AWS-FIFO-KEY: FIFO queue (message-group ordering not modelled)",
                  "queue.redelivery": "AWS-VIS: same visibility model as standard",
                  "queue.visibility_timeout_s": "AWS-VIS: 30 s default, at most 12 h",
@@ -128,7 +139,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                  "queue.retention_s": "AWS-Q: as standard, 4 days",
                  "queue.max_message_bytes": "AWS-SEND, PULUMI-SQS: as standard",
                  "queue.fifo_dedup_window_s": "AWS-FIFO-KEY: 5-minute deduplication interval",
-                 "queue.duplicate_probability": "AWS-FIFO-KEY: no duplicates within the interval"},
+                 "queue.duplicate_probability": "AWS-FIFO-KEY: no duplicates within the interval",
+                 **_SQS_RESTART_SOURCES},
         limits={**_SQS_LIMITS, "fifo_dedup_window_s": (300.0, 300.0)},
         characteristic_hazard="deduplication only within 5 minutes: a republish after that is a second job",
         hazard_kinds=("deduplicated",)),
@@ -157,8 +169,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         tables={"queue": {"redelivery": "claim", "visibility_timeout_s": 300.0, "sweep_interval_s": 60.0,
                           "max_lease_s": HORIZON_S, "max_receive_count": 0, "max_delay_s": 0.0,
                           "retention_s": HORIZON_S, "max_message_bytes": 536_870_912, "max_length": 0,
-                          "nack_backoff_base_s": 0.0, "nack_backoff_max_s": 0.0}},
-        sources={"queue.redelivery": "R-XRG, R-XCL: no automatic redelivery; XCLAIM/XAUTOCLAIM take idle entries",
+                          "nack_backoff_base_s": 0.0, "nack_backoff_max_s": 0.0, **_REDIS_RESTART}},
+        sources={**_REDIS_RESTART_SOURCES,
+                 "queue.redelivery": "R-XRG, R-XCL: no automatic redelivery; XCLAIM/XAUTOCLAIM take idle entries",
                  "queue.visibility_timeout_s": "R-XCL: min-idle-time is the caller's, no default; acksim: 300 s",
                  "queue.sweep_interval_s": "R-XAC: the claimer runs when the application runs it; acksim: every 60 s",
                  "queue.max_lease_s": "R-XCL: an entry stays pending indefinitely",
@@ -180,9 +193,10 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                           "max_lease_s": HORIZON_S, "eta_held_by_worker": True, "on_worker_lost": "ack",
                           "max_receive_count": 0, "max_attempts": 4, "max_delay_s": HORIZON_S,
                           "retention_s": HORIZON_S, "max_message_bytes": 536_870_912,
-                          "nack_backoff_base_s": 180.0, "nack_backoff_max_s": 180.0},
+                          "nack_backoff_base_s": 180.0, "nack_backoff_max_s": 180.0, **_REDIS_RESTART},
                 "workers": {"ack_policy": "before_processing"}},
-        sources={"queue.redelivery": "C-GLOSS: on Redis the broker's visibility_timeout redelivers",
+        sources={**_REDIS_RESTART_SOURCES,
+                 "queue.redelivery": "C-GLOSS: on Redis the broker's visibility_timeout redelivers",
                  "queue.visibility_timeout_s": "C-REDIS: visibility_timeout 1 h",
                  "queue.max_lease_s": "C-REDIS: no extension mechanism",
                  "queue.eta_held_by_worker": "C-CALL: an ETA/countdown task is fetched at once and held unacked",
@@ -207,8 +221,9 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                           "sweep_interval_s": 30.0, "max_stalled_count": 1, "max_lease_s": HORIZON_S,
                           "max_receive_count": 0, "max_attempts": 1, "max_delay_s": HORIZON_S,
                           "retention_s": HORIZON_S, "max_message_bytes": 536_870_912,
-                          "nack_backoff_base_s": 0.0, "nack_backoff_max_s": 0.0}},
-        sources={"queue.redelivery": "B-WO, B-STALL: an expired lock found by the stalled checker",
+                          "nack_backoff_base_s": 0.0, "nack_backoff_max_s": 0.0, **_REDIS_RESTART}},
+        sources={**_REDIS_RESTART_SOURCES,
+                 "queue.redelivery": "B-WO, B-STALL: an expired lock found by the stalled checker",
                  "queue.visibility_timeout_s": "B-WO: lockDuration 30,000 ms",
                  "queue.heartbeat_interval_s": "B-WO: the lock is renewed every lockDuration/2",
                  "queue.sweep_interval_s": "B-WO: stalledInterval 30,000 ms",
@@ -257,7 +272,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                           "max_receive_count": 0, "max_attempts": 1, "max_delay_s": HORIZON_S,
                           "retention_s": HORIZON_S, "max_message_bytes": 536_870_912,
                           "nack_backoff_base_s": 300.0, "nack_backoff_max_s": 86_400.0},
-                "scheduler": {"mode": "cron", "cron_interval_s": 300.0, "misfire_grace_s": 0.0, "catchup": "latest"}},
+                "scheduler": {"mode": "cron", "cron_interval_s": 300.0, "misfire_grace_s": 0.0, "catchup": "latest"},
+                "workers": {"execution_timeout_s": 0.0}},
         sources={"queue.redelivery": "A-CFG: a task whose heartbeat is missing is failed and rescheduled",
                  "queue.visibility_timeout_s": "A-CFG: task_instance_heartbeat_timeout 300 s",
                  "queue.heartbeat_interval_s": "acksim: a live task heartbeats every 5 s (not in the sources read)",
@@ -275,7 +291,8 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                  "scheduler.cron_interval_s": "acksim: a DAG scheduled every 5 minutes",
                  "scheduler.misfire_grace_s": "A-DR: a run is for its interval; an interval the scheduler "
                                               "missed is a missed run (no grace)",
-                 "scheduler.catchup": "A-CFG: catchup_by_default False in Airflow 3, only the latest interval runs"},
+                 "scheduler.catchup": "A-CFG: catchup_by_default False in Airflow 3, only the latest interval runs",
+                 "workers.execution_timeout_s": "A-CFG: default_task_execution_timeout empty, never times out"},
         limits={"max_message_bytes": (1024, 536_870_912)},
         characteristic_hazard="with no retries a failed task stays failed; catch-up runs only the latest missed interval",
         hazard_kinds=("dead_lettered:max_attempts", "cron_run_skipped")),

@@ -52,6 +52,13 @@ class Queue(_Section):
     becomes of the deliveries in flight: left to their lease ("lease"), requeued at once
     ("requeue", RabbitMQ) or lost with every message ("lost", no persistence); the messages
     published ``broker_lost_writes_s`` before the restart are lost (``acksim.world.broker``).
+
+    ``prefetch`` > 1: a worker that receives takes up to that many deliveries at once (AMQP
+    prefetch, a batch receive, a stream read with a count) and runs them one after another;
+    each one's lease runs from its receipt (``acksim.world.prefetch``). With
+    ``ack_timeout_ends_consumer`` the ack timeout of "consumer_death" redelivery also ends the
+    consumer process, which restarts after ``workers.restart_delay_s``
+    (``acksim.world.consumer_timeout``).
     """
 
     preset: str = Field("rest-queue", min_length=1, max_length=100)
@@ -81,6 +88,10 @@ class Queue(_Section):
     redrive_at_s: Annotated[tuple[Seconds, ...], Tupled] = ()
     # broker restarts ([[faults.broker_restarts]], acksim.world.broker)
     on_broker_restart: Literal["lease", "requeue", "lost"] = "lease"
+    # deliveries a worker holds at once (acksim.world.prefetch), 1 = one at a time
+    prefetch: int = Field(1, ge=1, le=1000)
+    # "consumer_death": the ack timeout also ends the consumer's process (acksim.world.consumer_timeout)
+    ack_timeout_ends_consumer: bool = False
     broker_lost_writes_s: float = Field(0.0, ge=0.0, le=DAY)
 
     @model_validator(mode="after")

@@ -20,7 +20,9 @@ class Workers(_Section):
     (so it holds no lock), exponential or constant: with zero store latency the workers are
     the servers of an M/M/c or M/D/c queue. With ``service_time_at`` "first_write" the work
     comes after the processor's reads, just before its first write (a processor that finds
-    the job stale or done does no work). ``stop_when_lease_lost``: before committing, the
+    the job stale or done does no work); with "after_call" it comes after store call number
+    ``service_time_call`` (0-based) returns, e.g. after a side effect and before the commit
+    (an attempt that makes fewer calls does no work). ``stop_when_lease_lost``: before committing, the
     worker checks that it still holds the delivery's lease and rolls back if not.
     ``execution_timeout_s`` > 0 hard-kills an attempt that has run that long (a time limit, a
     start-to-close timeout: crash kind "execution_timeout", ``acksim.world.time_limits``)."""
@@ -32,7 +34,8 @@ class Workers(_Section):
     conflict_backoff_s: float = Field(0.02, ge=0.0, le=3600.0)
     restart_delay_s: float = Field(30.0, ge=0.0, le=DAY)
     service_time_mean_s: float = Field(0.0, ge=0.0, le=DAY)
-    service_time_at: Literal["start", "first_write"] = "start"
+    service_time_at: Literal["start", "first_write", "after_call"] = "start"
+    service_time_call: int = Field(0, ge=0, le=1000)  # with service_time_at "after_call"
     stop_when_lease_lost: bool = False
     service_time_distribution: Literal["exponential", "constant"] = "exponential"
     # a hard limit per attempt, 0 = none (acksim.world.time_limits: T-AF, A-CFG, GCT-TASK)

@@ -136,6 +136,10 @@ class World:
         self.busy: set[str] = set()  # workers holding a delivery (only its size is read)
         self.poison_accounts = frozenset(scenario.faults.poison_accounts)  # membership only
         self.links = _links.install(self)  # pauses, partitions, broker restarts (None without)
+        if scenario.queue.ack_timeout_ends_consumer:
+            from acksim.world.consumer_timeout import install
+
+            install(self)
 
     # --- time ------------------------------------------------------------------------------
     def now(self) -> float:

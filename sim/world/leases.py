@@ -104,9 +104,14 @@ def lapse(q: Queue, msg: _Message) -> None:
     if q.broker is not None and q.broker.down():
         return
     if cfg.redelivery == "consumer_death":  # the ack timeout closes the consumer's channel
+        holder, orphaned = msg.holder, msg.orphaned  # (a requeued loan may be lent again at once)
         for m in [m for m in q._in_flight.values() if m.holder == msg.holder]:
             q._log("visibility_expired", "queue", m, m.receive_count, "consumer_timeout")
             q._make_visible(m, head=cfg.requeue_at_head)
+        if cfg.ack_timeout_ends_consumer and not orphaned:  # ... and its process with it
+            from acksim.world.consumer_timeout import end_consumer
+
+            end_consumer(q, holder)
         return
     if cfg.redelivery == "stalled_sweep":
         msg.stalls += 1

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import random
 import traceback
+from collections import deque
 from typing import Callable
 
 import simpy
 
 from acksim.model.errors import ConflictError
 from acksim.world.faults import stay_down, store_latency
-from acksim.world import time_limits
+from acksim.world import prefetch, time_limits
 from acksim.world.interleave import Attempt, Finished, ProcessorHung, Sleep
 from acksim.world.links import StoreUnreachable
 from acksim.world.queue import Delivery
@@ -43,13 +44,14 @@ class WorkerCrash(Exception):
 class _State:
     """What a crash must clean up: the running attempt and the held delivery."""
 
-    __slots__ = ("attempt", "delivery", "receiving", "held")
+    __slots__ = ("attempt", "delivery", "receiving", "held", "prefetched")
 
     def __init__(self) -> None:
         self.attempt: Attempt | None = None
         self.delivery: Delivery | None = None
         self.receiving: simpy.Event | None = None
         self.held: list[simpy.Process] = []  # ETA jobs waiting in this worker's memory
+        self.prefetched: deque[Delivery] = deque()  # received, not yet started (queue.prefetch)
 
 
 def worker(world, name: str, rng: random.Random):
@@ -66,9 +68,14 @@ def worker(world, name: str, rng: random.Random):
     processor = world.code.start()
     while True:
         try:
-            state.receiving = queue.receive(name)
-            delivery = yield state.receiving
-            state.receiving = None
+            if state.prefetched:  # a batch received before: the next one, its lease running since
+                delivery = state.prefetched.popleft()
+            else:
+                state.receiving = queue.receive(name)
+                delivery = yield state.receiving
+                state.receiving = None
+                if queue.config.prefetch > 1:
+                    state.prefetched.extend(prefetch.take_now(queue, name, queue.config.prefetch - 1))
             if queue.config.eta_held_by_worker and delivery.deadline_s > env.now:
                 state.held = [p for p in state.held if p.is_alive]
                 state.held.append(env.process(_held(world, name, processor, rng, delivery)))
@@ -88,6 +95,7 @@ def worker(world, name: str, rng: random.Random):
             else:
                 phase, down_s = exc.phase, exc.down_s
             _crash(world, name, session, state, phase)
+            state.prefetched.clear()  # its memory is gone; their loans are left to their lease
             for held in state.held:  # the worker's memory is gone, and the jobs it held
                 if held.is_alive:
                     held.interrupt(phase)
@@ -218,7 +226,7 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                 if isinstance(step, Sleep):
                     yield from _pass(world, name, step.seconds)
                 elif step.when == "before":
-                    if not worked and step.method in WRITE_METHODS:  # the work, after the reads
+                    if not worked and cfg.service_time_at == "first_write" and step.method in WRITE_METHODS:
                         worked = True
                         if cfg.service_time_mean_s > 0:
                             yield env.timeout(_service_time(cfg, rng))
@@ -234,6 +242,10 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                         _record_writes(world, name, delivery, session.take_autocommitted())
                     if plan.crash(rng, delivery.number, "after_call", step.index):
                         raise WorkerCrash("after_call", restart)
+                    if not worked and cfg.service_time_at == "after_call" and step.index == cfg.service_time_call:
+                        worked = True  # the work sits after this call (a side effect, then the work)
+                        if cfg.service_time_mean_s > 0:
+                            yield from _pass(world, name, _service_time(cfg, rng))
                 step = attempt.step()
             state.attempt = None
             error = step.error

@@ -220,3 +220,70 @@ def test_bad_new_faults_are_refused_with_one_line_naming_the_field(tiny, faults,
     with pytest.raises(ScenarioError) as err:
         parse(tiny_dict(faults=faults), "tiny")
     assert message in str(err.value) and "\n" not in str(err.value)
+
+
+# --- an ack timeout that ends the consumer, work placement, prefetch -------------------------------
+def test_an_ack_timeout_that_closes_the_channel_also_ends_the_consumer_process(tiny):
+    history, summary = run(tiny, queue={"redelivery": "consumer_death", "ack_timeout_ends_consumer": True},
+                           workers={"count": 2}, faults={"pauses": [{"worker": 1, "at_s": 101.5, "duration_s": 100}]})
+    assert trace(history, 190.0) == [
+        (0.0, "published", "scheduler", ""),
+        (100.0, "delivered", "worker-1", ""),
+        (101.5, "worker_paused", "worker-1", "100 s"),
+        (160.0, "visibility_expired", "queue", "consumer_timeout"),  # the 60 s ack timeout closes its channel
+        (160.0, "delivered", "worker-2", ""),
+        (160.0, "crashed", "worker-1", "consumer_timeout"),          # ... and its process ends
+        (160.0, "tx_rolled_back", "worker-1", "crash"),
+        (165.0, "tx_committed", "worker-2", "2"),
+        (165.0, "acked", "worker-2", ""),
+        (190.0, "restarted", "worker-1", ""),                        # after workers.restart_delay_s
+    ]
+    assert summary["counts"]["crashes_consumer_timeout"] == 1 and holds(summary) == ALL
+    alive, _ = run(tiny, queue={"redelivery": "consumer_death"}, workers={"count": 2},
+                   faults={"pauses": [{"worker": 1, "at_s": 101.5, "duration_s": 100}]})
+    assert not any(r.kind == "crashed" for r in alive)  # without it the consumer lives on
+
+
+def test_the_work_can_sit_after_a_given_store_call(tiny):
+    history, _ = run(tiny, workers={"service_time_mean_s": 10, "service_time_distribution": "constant",
+                                    "service_time_at": "after_call", "service_time_call": 2})
+    # get@101, was_applied@102, apply_once@103, 10 s of work, add_once@114, commit@115
+    assert [(r.time, r.kind) for r in history if r.kind in ("delivered", "tx_committed", "acked")] == [
+        (100.0, "delivered"), (115.0, "tx_committed"), (115.0, "acked")]
+    crashed, _ = run(tiny, workers={"service_time_mean_s": 10, "service_time_distribution": "constant",
+                                    "service_time_at": "after_call", "service_time_call": 2,
+                                    "execution_timeout_s": 8})
+    assert [(r.time, r.detail) for r in crashed if r.kind == "crashed"][0] == (108.0, "execution_timeout")
+
+
+def test_a_prefetched_delivery_waits_in_the_worker_while_its_lease_runs_out(tiny):
+    two = {"accounts": [{"account_id": "a1", "deadline_s": 100}, {"account_id": "a2", "deadline_s": 100}]}
+    history, summary = run(tiny, queue={"prefetch": 2, "visibility_timeout_s": 7}, plan=two)
+    assert [(r.time, r.kind, r.message_id, r.receive_count, r.detail) for r in history
+            if r.kind in ("delivered", "visibility_expired", "acked", "ack_stale")] == [
+        (100.0, "delivered", 1, 1, ""),
+        (100.0, "delivered", 2, 1, ""),             # both in one receive
+        (105.0, "acked", 1, 1, ""),
+        (107.0, "visibility_expired", 2, 1, ""),    # 100 + 7 s, while the worker was on it since 105
+        (110.0, "ack_stale", 2, 1, "receipt_expired"),
+        (110.0, "delivered", 2, 2, ""),
+        (113.0, "acked", 2, 2, ""),                 # finds it done
+    ]
+    assert holds(summary) == ALL
+    one, _ = run(tiny, queue={"visibility_timeout_s": 7}, plan=two)
+    assert [(r.time, r.message_id) for r in one if r.kind == "delivered"] == [(100.0, 1), (105.0, 2)]
+
+
+def test_the_presets_recover_from_a_broker_restart_as_their_systems_document():
+    from acksim.scenario.presets import PRESETS
+
+    queue = {name: p.tables["queue"] for name, p in PRESETS.items()}
+    assert {n for n, q in queue.items() if q.get("on_broker_restart") == "requeue"} == {
+        "rabbitmq-classic", "rabbitmq-quorum"}                                 # RMQ-CONF
+    assert {n for n, q in queue.items() if q.get("broker_lost_writes_s") == 1.0} == {
+        "redis-streams", "celery-redis", "bullmq"}                             # R-PERSIST, AOF everysec
+    assert PRESETS["sqs-standard"].limits["prefetch"] == (1, 10)               # AWS-RECV
+    for p in PRESETS.values():  # every default has its source
+        assert all(f"{t}.{k}" in p.sources for t, fields in p.tables.items() for k in fields)
+    with pytest.raises(ScenarioError, match="prefetch"):
+        parse({"queue": {"preset": "sqs-standard", "prefetch": 11}}, "x")
