@@ -59,3 +59,27 @@ class BrokerRestart(_Section):
 
     at_s: float = Field(ge=0.0, le=HORIZON_S)
     down_s: float = Field(gt=0.0, le=DAY)
+
+
+def inconsistency(scenario) -> str | None:
+    """The first way ``scenario`` (a ``Scenario``) uses these faults and their mechanisms
+    wrongly, as one line naming the field, or None: a worker number past ``workers.count``, a
+    fault the fan-out design does not model, ``queue.ack_timeout_ends_consumer`` without
+    "consumer_death" redelivery, ``workers.service_time_call`` without "after_call"."""
+    f, w, q = scenario.faults, scenario.workers, scenario.queue
+    for field, entries in (("pauses", [p for p in f.pauses if p.at_s is not None]), ("partitions", f.partitions)):
+        bad = next((e for e in entries if e.worker > w.count), None)
+        if bad is not None:
+            return f"faults.{field}: worker numbers go from 1 to workers.count ({w.count}), got {bad.worker}"
+    if scenario.fanout.updates:
+        used = [name for name, on in (("faults.pauses", f.pauses), ("faults.partitions", f.partitions),
+                                      ("faults.broker_restarts", f.broker_restarts),
+                                      ("workers.execution_timeout_s", w.execution_timeout_s),
+                                      ("queue.prefetch", q.prefetch > 1)) if on]
+        if used:
+            return f"{used[0]}: not modelled in the fan-out design (fanout.updates > 0); remove it"
+    if q.ack_timeout_ends_consumer and q.redelivery != "consumer_death":
+        return "queue.ack_timeout_ends_consumer: applies to redelivery = 'consumer_death' only"
+    if w.service_time_call and w.service_time_at != "after_call":
+        return "workers.service_time_call: applies to service_time_at = 'after_call' only"
+    return None

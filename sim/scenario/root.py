@@ -10,6 +10,7 @@ from pydantic import Field, field_validator, model_validator
 from acksim.scenario.base import HORIZON_S, _Section
 from acksim.scenario.expect import Expect
 from acksim.scenario.fanout import Fanout
+from acksim.scenario.process_faults import inconsistency
 from acksim.scenario.faults import Faults
 from acksim.scenario.mail import Mail
 from acksim.scenario.plan import Plan
@@ -75,6 +76,9 @@ class Scenario(_Section):
                 self.workers.ack_policy == "before_processing" or self.queue.redelivery == "none"):
             raise ValueError("workers.stop_when_lease_lost: needs a lease to check; not with "
                              "ack_policy = 'before_processing' or queue.redelivery = 'none'")
+        problem = inconsistency(self)  # pauses, partitions, restarts, their mechanisms
+        if problem:
+            raise ValueError(problem)
         return self
 
     @field_validator("epoch")

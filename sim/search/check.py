@@ -204,6 +204,9 @@ _TIMELINE_KINDS = {
     "retention_expired", "renewed", "extended", "term_rolled_over", "resubscribed", "account_deleted",
     "account_updated", "processor_error", "reminder_sent", "deployment_started", "cron_run_skipped",
     "publish_refused",
+    # pauses, partitions, broker restarts
+    "worker_paused", "worker_resumed", "partition_started", "partition_healed", "ack_failed", "broker_down",
+    "broker_restarted", "publish_deferred",
 }
 
 
@@ -231,6 +234,11 @@ def schedule(scenario: Scenario) -> list[str]:
     f = scenario.faults
     out += [repr(x) for x in (*f.crashes, *f.duplicates, *f.latency_spikes, *f.deployments)]
     out += [repr(o) for o in scenario.mail.outages]
+    out += [repr(x) for x in (*f.pauses, *f.partitions, *f.broker_restarts)]
+    if f.broker_restarts:
+        out.append(f"Queue(on_broker_restart={scenario.queue.on_broker_restart!r})")
+    if scenario.workers.execution_timeout_s:
+        out.append(f"Workers(execution_timeout_s={scenario.workers.execution_timeout_s})")
     out += [f"SchedulerPause(start_s={a}, end_s={b})" for a, b in scenario.scheduler.paused]
     q = scenario.queue
     out.append(f"Queue(visibility_timeout_s={q.visibility_timeout_s}, max_receive_count={q.max_receive_count}, "

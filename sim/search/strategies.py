@@ -145,6 +145,9 @@ def _around(base: Scenario, plan):
         data["mail"]["outages"] = faults.pop("outages")
         data["queue"].update(faults.pop("queue"))  # drawn with the faults (restart recovery)
         data["workers"].update(faults.pop("workers"))  # (execution time limit)
+        for entry in (*faults["pauses"], *faults["partitions"]):  # a drawn worker that exists
+            if "worker" in entry:
+                entry["worker"] = min(entry["worker"], workers)
         data["faults"].update(faults)
         data["queue"].update(queue)
         data["workers"]["count"] = workers

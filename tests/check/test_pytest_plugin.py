@@ -26,10 +26,10 @@ def test_the_summary_names_examples_coverage_and_findings_of_every_call(pytester
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         "*= acksim =*",
-        "test_user.py::test_reference_is_safe: acksim.model.processor:process: 30 examples, hazard windows hit */7*"
+        "test_user.py::test_reference_is_safe: acksim.model.processor:process: 30 examples, hazard windows hit */9*"
         "; findings: none",
         "test_user.py::test_candidate_is_caught: acksim.model.candidates:no_renewed_check: * examples, hazard windows "
-        "hit */7*; findings: no_cleanup_after_renewal",
+        "hit */9*; findings: no_cleanup_after_renewal",
     ])
 
 
@@ -38,12 +38,12 @@ def test_require_coverage_fails_on_a_window_never_hit(pytester):
         from acksim.model import process
 
         def test_reference_covered(acksim_check):
-            acksim_check(process, max_examples=25, require_coverage=True)
+            acksim_check(process, max_examples=3, require_coverage=True)
     """)
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*acksim: hazard windows never hit in 25 examples of acksim.model.processor:process: "
-                                 "*redelivery_after_dead_letter_or_retention* (require_coverage=True)*"])
+    result.stdout.fnmatch_lines(["*acksim: hazard windows never hit in 3 examples of acksim.model.processor:process: "
+                                 "*paused_worker_resumed_after_lease_moved* (require_coverage=True)*"])
 
 
 def test_the_default_count_is_the_loaded_profiles_and_a_tiny_one_warns(pytester):

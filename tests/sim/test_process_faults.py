@@ -287,3 +287,24 @@ def test_the_presets_recover_from_a_broker_restart_as_their_systems_document():
         assert all(f"{t}.{k}" in p.sources for t, fields in p.tables.items() for k in fields)
     with pytest.raises(ScenarioError, match="prefetch"):
         parse({"queue": {"preset": "sqs-standard", "prefetch": 11}}, "x")
+
+
+@pytest.mark.parametrize("sections, message", [
+    ({"faults": {"pauses": [{"worker": 2, "at_s": 1, "duration_s": 1}]}},
+     "faults.pauses: worker numbers go from 1 to workers.count (1), got 2"),
+    ({"faults": {"partitions": [{"worker": 3, "at_s": 1, "duration_s": 1}]}},
+     "faults.partitions: worker numbers go from 1 to workers.count (1), got 3"),
+    ({"queue": {"ack_timeout_ends_consumer": True}},
+     "queue.ack_timeout_ends_consumer: applies to redelivery = 'consumer_death' only"),
+    ({"workers": {"service_time_call": 2}}, "workers.service_time_call: applies to service_time_at = 'after_call' only"),
+    ({"queue": {"prefetch": 0}}, "prefetch"),
+])
+def test_inconsistent_uses_are_refused_with_one_line(sections, message):
+    with pytest.raises(ScenarioError) as err:
+        parse(tiny_dict(**sections), "tiny")
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
+def test_the_fan_out_design_refuses_the_faults_it_does_not_model():
+    with pytest.raises(ScenarioError, match="faults.broker_restarts: not modelled in the fan-out design"):
+        parse({"fanout": {"updates": 1}, "faults": {"broker_restarts": [{"at_s": 1, "down_s": 1}]}}, "f")
