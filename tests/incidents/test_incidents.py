@@ -36,7 +36,7 @@ def of(history, kind, detail=None):
 
 def test_every_incident_file_is_run_here():
     names = [p.stem for p in sorted(INCIDENTS.glob("*.toml"))]
-    assert len(names) == 18 and {n[:2] for n in names} == {f"{k:02d}" for k in range(1, 13)}
+    assert len(names) == 21 and {n[:2] for n in names} == {f"{k:02d}" for k in range(1, 16)}
     source = Path(__file__).read_text()
     assert [n for n in names if f'"{n}"' not in source] == []
 
@@ -251,3 +251,44 @@ def test_12_a_task_past_its_time_limit_is_killed_and_acked_without_effect(proces
     assert [r.time for r in of(history, "acked", "worker_lost")] == [360.0]
     assert summary["counts"]["crashes_execution_timeout"] == 1 and summary["counts"]["cleanups"] == 0
     assert violated(summary) == {"ack_after_durable", "no_lost_work"}
+
+
+@pytest.mark.parametrize("processor", ["reference", "naive"])
+def test_13_an_ack_timeout_that_ends_the_consumer_loops_until_the_delivery_limit(processor):
+    summary, history = run("13-ack-timeout-ends-consumer", processor)
+    closed = of(history, "visibility_expired", "consumer_timeout")
+    # received at 60.002; the 1800 s ack timeout lapses at 1860.002, noticed at the check of 1920
+    assert [r.time for r in closed[:3]] == [1920.0, 3720.0, 5520.0]
+    crashes = of(history, "crashed", "consumer_timeout")
+    assert [(r.time, r.actor) for r in crashes[:2]] == [(1920.0, "worker-1"), (3720.0, "worker-2")]
+    assert summary["counts"]["crashes_consumer_timeout"] == 20
+    assert [(r.time, r.receive_count, r.detail) for r in of(history, "dead_lettered")] == [
+        (36120.0, 20, "max_receive_count")]
+    assert summary["counts"]["cleanups"] == 0 and violated(summary) == set()
+    assert [r["name"] for r in summary["reasons"]] == ["dead_lettered_share"]
+
+
+@pytest.mark.parametrize("processor, reminders", [("reference", 1), ("naive", 2)])
+def test_14_work_after_the_side_effect_duplicates_it_when_the_run_dies(processor, reminders):
+    summary, history = run("14-work-after-the-side-effect", processor)
+    assert [(r.time, r.actor, r.detail) for r in of(history, "crashed")] == [(90.0, "worker-1", "killed")]
+    # no more heartbeats: the lease extended at 80 to 110 lapses then
+    assert [r.time for r in of(history, "visibility_expired")] == [110.0]
+    assert [(r.actor, r.time) for r in of(history, "delivered")] == [("worker-1", 60.0), ("worker-2", 110.0)]
+    assert summary["counts"]["reminders_sent"] == reminders
+    assert violated(summary) == (set() if processor == "reference" else {"at_most_once_effect"})
+
+
+@pytest.mark.parametrize("processor, reminders", [("reference", 8), ("naive", 23)])
+def test_15_prefetched_jobs_outlive_their_lease_while_they_wait(processor, reminders):
+    summary, history = run("15-prefetched-jobs-outlive-their-lease", processor)
+    first = of(history, "delivered")[:8]
+    assert [(r.actor, r.message_id) for r in first] == [
+        ("worker-1", 1), ("worker-2", 2), ("worker-1", 3), ("worker-1", 4), ("worker-1", 5),
+        ("worker-2", 6), ("worker-2", 7), ("worker-2", 8)] and {r.time for r in first} == {60.0}
+    # everything but the first of each batch lapses at 60 + 30 s, in the workers' memory
+    assert [(r.time, r.message_id) for r in of(history, "visibility_expired")][:6] == [
+        (90.0, 3), (90.0, 4), (90.0, 5), (90.0, 6), (90.0, 7), (90.0, 8)]
+    c = summary["counts"]
+    assert (c["deliveries"], c["acks_without_delete"], c["reminders_sent"]) == (23, 16, reminders)
+    assert violated(summary) == (set() if processor == "reference" else {"at_most_once_effect"})
