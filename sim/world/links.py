@@ -47,6 +47,7 @@ class Links:
             self.cut.setdefault((f"worker-{c.worker}", c.between), []).append((c.at_s, c.at_s + c.duration_s))
         self.call_pauses = {(p.delivery, p.call): p.duration_s for p in f.pauses if p.delivery is not None}
         self.broker = None  # acksim.world.broker.Broker, when the scenario restarts it
+        self.crashed_at: dict[str, float] = {}  # worker -> its last crash (a pause ends with the process)
 
     # --- questions a worker (or the queue) asks -----------------------------------------------
     def frozen_until(self, name: str) -> float:
@@ -130,13 +131,23 @@ class Links:
         for mid, _receipt in loans or [(None, 0)]:
             self._record("worker_paused", name, mid, f"{duration_s:g} s")
         timer = self.world.env.timeout(duration_s, "pause")
-        timer.callbacks.append(lambda _e: self._close(name, loans))
+        opened = self.world.env.now
+        timer.callbacks.append(lambda _e: self._close(name, loans, opened))
 
-    def _close(self, name: str, loans: list[tuple[int, int]]) -> None:
+    def crashed(self, name: str) -> None:
+        """Worker ``name``'s process ended (a crash, a kill): the pauses holding it end too, so
+        the process that restarts is not frozen, and no resumption is recorded."""
+        now = self.world.env.now
+        self.crashed_at[name] = now
+        self.frozen[name] = [(lo, min(hi, now)) if lo <= now < hi else (lo, hi) for lo, hi in self.frozen.get(name, ())]
+
+    def _close(self, name: str, loans: list[tuple[int, int]], opened: float) -> None:
         """Record "worker_resumed", saying of each loan held at the pause whether its lease is
         still held ("lease_held"), lapsed but not taken back ("lease_lapsed") or moved on
         ("lease_moved": taken back, redelivered, acked by another, gone)."""
         q, now = self.world.queue, self.world.env.now
+        if self.crashed_at.get(name, -1.0) >= opened:
+            return  # the paused process died meanwhile: nothing resumes
         if not loans:
             self._record("worker_resumed", name, None, "")
         for mid, receipt in loans:

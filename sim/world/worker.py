@@ -95,6 +95,8 @@ def worker(world, name: str, rng: random.Random):
             else:
                 phase, down_s = exc.phase, exc.down_s
             _crash(world, name, session, state, phase)
+            if world.links is not None:
+                world.links.crashed(name)  # a pause ends with the process
             state.prefetched.clear()  # its memory is gone; their loans are left to their lease
             for held in state.held:  # the worker's memory is gone, and the jobs it held
                 if held.is_alive:

@@ -239,6 +239,7 @@ def test_an_ack_timeout_that_closes_the_channel_also_ends_the_consumer_process(t
         (190.0, "restarted", "worker-1", ""),                        # after workers.restart_delay_s
     ]
     assert summary["counts"]["crashes_consumer_timeout"] == 1 and holds(summary) == ALL
+    assert not any(r.kind == "worker_resumed" for r in history)  # the paused process died at 160
     alive, _ = run(tiny, queue={"redelivery": "consumer_death"}, workers={"count": 2},
                    faults={"pauses": [{"worker": 1, "at_s": 101.5, "duration_s": 100}]})
     assert not any(r.kind == "crashed" for r in alive)  # without it the consumer lives on
@@ -308,3 +309,13 @@ def test_inconsistent_uses_are_refused_with_one_line(sections, message):
 def test_the_fan_out_design_refuses_the_faults_it_does_not_model():
     with pytest.raises(ScenarioError, match="faults.broker_restarts: not modelled in the fan-out design"):
         parse({"fanout": {"updates": 1}, "faults": {"broker_restarts": [{"at_s": 1, "down_s": 1}]}}, "f")
+
+
+def test_a_pause_ends_with_the_process_so_the_restarted_worker_is_not_frozen(tiny):
+    history, _ = run(tiny, workers={"count": 2}, faults={"pauses": [{"worker": 1, "at_s": 101.5, "duration_s": 200}],
+                                                          "kills": [{"at_s": 120, "worker": 1, "down_s": 10}]})
+    assert [(r.time, r.kind, r.actor) for r in history if r.actor == "worker-1" and r.kind in (
+        "worker_paused", "crashed", "restarted", "worker_resumed", "delivered")][:4] == [
+        (100.0, "delivered", "worker-1"), (101.5, "worker_paused", "worker-1"), (120.0, "crashed", "worker-1"),
+        (130.0, "restarted", "worker-1")]
+    assert not any(r.kind == "worker_resumed" for r in history)
