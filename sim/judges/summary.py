@@ -24,7 +24,8 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
         "jobs": kinds["published"],
         "deliveries": kinds["delivered"],
         "duplicate_deliveries": sum(1 for r in history if r.kind == "delivered" and r.detail == "duplicate"),
-        "crashes": kinds["crashed"],
+        "crashes": sum(1 for r in history if r.kind == "crashed" and not r.detail.startswith("held_lost:")),
+        "held_lost": sum(1 for r in history if r.kind == "crashed" and r.detail.startswith("held_lost:")),
     }
     for phase in (*PHASES, *EXTERNAL_PHASES):
         out[f"crashes_{phase}"] = phases[phase]
@@ -46,6 +47,7 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
         "cleanups": kinds["cleanup_applied"],
         "outbox_events": kinds["outbox_added"],
         "reminders_sent": kinds["reminder_sent"],
+        "reminder_duplicates": kinds["reminder_duplicate"],
         "reminders_failed": kinds["reminder_failed"],
         "renewals": kinds["renewed"],
         "extensions": kinds["extended"],

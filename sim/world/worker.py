@@ -110,9 +110,21 @@ def _held(world, name: str, processor: tuple, rng: random.Random, delivery: Deli
     except simpy.Interrupt as exc:  # the worker went down; a job already running is recorded as crashed
         if due:
             _crash(world, name, session, state, exc.cause or "killed", only=delivery.message_id)
+        else:  # lost unrun with the worker's memory: its recovery clock starts now
+            _held_lost(world, name, delivery, exc.cause or "killed")
     finally:
         world.busy.discard(key)
         session.close()
+
+
+def _held_lost(world, name: str, delivery: Delivery, phase: str) -> None:
+    """Record the loss of a held ETA job that worker ``name`` had not started when it went
+    down at ``phase``: a "crashed" record for that message with detail "held_lost:<phase>"
+    (its loan was left to its lease by the worker's own crash; nothing else changes)."""
+    job = delivery.job
+    world.history.record("crashed", name, message_id=delivery.message_id, account_id=job.account_id,
+                         cleanup_version=job.cleanup_version, receive_count=delivery.receive_count,
+                         detail=f"held_lost:{phase}")
 
 
 def error_line(error: BaseException) -> str:
