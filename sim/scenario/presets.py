@@ -144,8 +144,11 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset(
         "rabbitmq-quorum",
         "RabbitMQ quorum queue: as classic, plus the delivery limit of 20 (dead-lettered or dropped)",
-        tables={"queue": {**_RMQ_QUEUE, "max_receive_count": 20, "on_exhaustion": "dead_letter"}},
-        sources={**_RMQ_SOURCES, "queue.max_receive_count": "RMQ-QQ, RMQ-PR11937: delivery-limit 20 since 4.0",
+        tables={"queue": {**_RMQ_QUEUE, "max_receive_count": 0, "delivery_limit": 20, "on_exhaustion": "dead_letter"}},
+        sources={**_RMQ_SOURCES, "queue.max_receive_count": "RMQ-QQ: no receive-count limit; the delivery limit "
+                                                            "counts returns",
+                 "queue.delivery_limit": "RMQ-QQ, RMQ-PR11937: delivery-limit 20 since 4.0; a message returned "
+                                         "more times than the limit is dropped or dead-lettered (21 deliveries)",
                  "queue.on_exhaustion": "RMQ-QQ: past the limit dead-lettered if a DLX exists, else dropped "
                                         "(set 'drop' for no dead-letter target)"},
         limits={"visibility_timeout_s": (60.0, HORIZON_S), "max_message_bytes": (1024, 536_870_912)},

@@ -41,6 +41,10 @@ class Queue(_Section):
     application retries, Celery max_retries + 1, BullMQ attempts) then the same; a stream
     longer than ``max_length`` entries (0: no cap) trims its oldest, pending or not.
 
+    ``delivery_limit`` (RabbitMQ quorum queues): a message returned (nacked, requeued, its
+    loan ended by a lost consumer or the ack timeout) more than that many times is ended at
+    that return, so it is delivered ``delivery_limit`` + 1 times (0: no limit).
+
     ``kind`` "fifo" models SQS FIFO's send-side deduplication (the same (account, version)
     published again within ``fifo_dedup_window_s`` is dropped) and no spurious duplicates;
     message-group ordering is not modelled. ``duplicate_probability``: the chance that a
@@ -74,6 +78,8 @@ class Queue(_Section):
     requeue_at_head: bool = False
     ack_latency_s: float = Field(0.002, ge=0.0, le=60.0)
     redrive_at_s: Annotated[tuple[Seconds, ...], Tupled] = ()
+    # issue 13 mechanisms (acksim.world.delivery_limit, recovery, tombstones; ack_by in Queue.ack)
+    delivery_limit: int = Field(0, ge=0, le=1000)
 
     @model_validator(mode="after")
     def _backoff_ordered(self) -> "Queue":

@@ -35,7 +35,7 @@ class Delivery:
 
 class _Message:
     __slots__ = ("id", "job", "deadline_s", "state", "receive_count", "receipt", "sent_at", "holder",
-                 "received_at", "lease_until", "orphaned", "stalls", "failures")
+                 "received_at", "lease_until", "orphaned", "stalls", "failures", "returns")
 
     def __init__(self, mid: int, job: CleanupJob, deadline_s: float, sent_at: float) -> None:
         self.id = mid
@@ -51,6 +51,7 @@ class _Message:
         self.orphaned = False  # its holder died: no more heartbeats
         self.stalls = 0
         self.failures = 0
+        self.returns = 0  # loans ended without an ack (a quorum queue's x-delivery-count)
 
 
 def body_bytes(job: CleanupJob, payload_bytes: int = 0) -> int:

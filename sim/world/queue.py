@@ -31,6 +31,7 @@ import simpy
 from acksim.history import History
 from acksim.model.job import CleanupJob
 from acksim.scenario import Queue as QueueConfig
+from acksim.world.delivery_limit import returned
 from acksim.world.leases import lend, sweeper, worker_lost
 from acksim.world.message import Delivery, MessageTooLarge, _Message, body_bytes
 
@@ -164,6 +165,8 @@ class Queue:
                             deadline=msg.deadline_s, visible_at=self.env.now + delay_s, detail=detail)
         if cfg.max_attempts and msg.failures >= cfg.max_attempts:
             self._exhaust(msg, "max_attempts")
+        elif returned(self, msg):
+            pass  # past the delivery limit: exhausted
         elif delay_s > 0:
             self._at(delay_s, self._undelay, msg)
         else:

@@ -165,9 +165,11 @@ def test_07_poison_job_three_ways():
     assert acked["counts"]["cleanups"] == 20 and acked["invariants"]["at_most_once_effect"]["holds"]
 
     limited, history = run("07-poison-job-requeued-with-limit")
-    assert len(of(history, "crashed", "poison")) == 5
+    # a delivery limit of 5 counts returns: the 6th return passes it, after 6 receives (RMQ-QQ)
+    assert len(of(history, "crashed", "poison")) == 6
     dead = of(history, "dead_lettered")
-    assert [(r.account_id, r.receive_count) for r in dead] == [("poison-1", 5)]
+    assert [(r.account_id, r.receive_count, r.detail) for r in dead] == [("poison-1", 6, "delivery_limit")]
+    assert dead[0].time == of(history, "crashed", "poison")[-1].time  # at the return, not at a next receive
     assert limited["counts"]["cleanups"] == 20 and violated(limited) == set()
 
     loop, history = run("07-poison-job-crash-loop")
