@@ -45,6 +45,10 @@ class Queue(_Section):
     loan ended by a lost consumer or the ack timeout) more than that many times is ended at
     that return, so it is delivered ``delivery_limit`` + 1 times (0: no limit).
 
+    ``ack_by``: an ack deletes the message only with the current loan's receipt ("receipt":
+    SQS DeleteMessage with an outdated receipt handle deletes nothing) or by its id, whoever
+    holds it now ("message_id": Redis Streams XACK), so the first run to finish deletes it.
+
     ``kind`` "fifo" models SQS FIFO's send-side deduplication (the same (account, version)
     published again within ``fifo_dedup_window_s`` is dropped) and no spurious duplicates;
     message-group ordering is not modelled. ``duplicate_probability``: the chance that a
@@ -80,6 +84,7 @@ class Queue(_Section):
     redrive_at_s: Annotated[tuple[Seconds, ...], Tupled] = ()
     # issue 13 mechanisms (acksim.world.delivery_limit, recovery, tombstones; ack_by in Queue.ack)
     delivery_limit: int = Field(0, ge=0, le=1000)
+    ack_by: Literal["receipt", "message_id"] = "receipt"
 
     @model_validator(mode="after")
     def _backoff_ordered(self) -> "Queue":

@@ -124,17 +124,20 @@ class Queue:
 
     def ack(self, delivery: Delivery, consumer: str) -> bool:
         """Delete the message if ``delivery``'s receipt is still current (or it is a spurious
-        copy and the message still exists). Returns whether it deleted; records "acked" or
-        "ack_stale". On a pop-on-fetch queue the message went at receipt: the ack only ends
+        copy and the message still exists, or ``ack_by`` is "message_id" and it still exists:
+        detail "by_id" when another loan held it). Returns whether it deleted; records
+        "acked" or "ack_stale". On a pop-on-fetch queue the message went at receipt: the ack only ends
         the consumer's work on it, returns True and records nothing."""
         msg = self._messages[delivery.message_id]
         if self.config.redelivery == "none" and not delivery.duplicate:
             self._popped.pop(msg.id, None)
             return True
         current = msg.state == "in_flight" and msg.receipt == delivery.receipt
-        if current or (delivery.duplicate and msg.state in ("visible", "in_flight", "delayed")):
+        by_id = not current and self.config.ack_by == "message_id" and msg.state in ("visible", "in_flight", "delayed")
+        if current or by_id or (delivery.duplicate and msg.state in ("visible", "in_flight", "delayed")):
             self._delete(msg)
-            self._log("acked", consumer, msg, delivery.receive_count, "duplicate" if delivery.duplicate else "")
+            self._log("acked", consumer, msg, delivery.receive_count,
+                      "duplicate" if delivery.duplicate else ("by_id" if by_id else ""))
             return True
         reason = "deleted" if msg.state in ("deleted", "dlq") else "receipt_expired"
         self._log("ack_stale", consumer, msg, delivery.receive_count, reason)
