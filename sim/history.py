@@ -55,7 +55,7 @@ KINDS: tuple[str, ...] = (
     # queue
     "published", "publish_refused", "deduplicated", "delivered", "acked", "ack_stale",
     "nacked", "visibility_expired", "dead_lettered", "redriven", "retention_expired",
-    "dropped", "trimmed",
+    "dropped", "trimmed", "recovery_sweep", "tombstone_discarded",
     # workers
     "attempt_started", "crashed", "restarted", "tx_committed", "tx_rolled_back",
     "processor_error", "lease_lost",

@@ -81,6 +81,19 @@ def scheduler_pause(history: Sequence[Record]) -> bool:
     return any(r.kind == "cron_run_skipped" and r.detail == "paused" for r in history)
 
 
+def delivery_recovered_by_sweep_after_visibility_timeout(history: Sequence[Record]) -> bool:
+    """A dead consumer's delivery was handed back by a recovery sweep later than its
+    visibility timeout would have (``acksim.world.recovery``: detail "recovered:...:late")."""
+    return any(r.kind == "visibility_expired" and r.detail.startswith("recovered:") and r.detail.endswith(":late")
+               for r in history)
+
+
+def tombstone_delivered(history: Sequence[Record]) -> bool:
+    """An entry whose body was trimmed while pending was delivered again as an id with no
+    payload (``acksim.world.tombstones``)."""
+    return any(r.kind == "delivered" and r.detail == "tombstone" for r in history)
+
+
 HAZARDS: tuple[tuple[str, Callable[[Sequence[Record]], bool]], ...] = (
     ("crash_after_commit_before_ack", crash_after_commit_before_ack),
     ("crash_between_store_calls", crash_between_store_calls),
@@ -89,6 +102,8 @@ HAZARDS: tuple[tuple[str, Callable[[Sequence[Record]], bool]], ...] = (
     ("delivery_after_version_moved", delivery_after_version_moved),
     ("redelivery_after_dead_letter_or_retention", redelivery_after_dead_letter_or_retention),
     ("scheduler_pause", scheduler_pause),
+    ("delivery_recovered_after_visibility_timeout", delivery_recovered_by_sweep_after_visibility_timeout),
+    ("tombstone_delivered", tombstone_delivered),
 )
 
 

@@ -49,6 +49,16 @@ class Queue(_Section):
     SQS DeleteMessage with an outdated receipt handle deletes nothing) or by its id, whoever
     holds it now ("message_id": Redis Streams XACK), so the first run to finish deletes it.
 
+    ``recovery_sweep`` (``acksim.world.recovery``): a dead consumer's deliveries are also
+    handed back by a sweep, at a process start ("process_start", Sidekiq super_fetch) or at
+    broker traffic ("traffic", RQ's maintenance), at most once per ``recovery_interval_s``
+    (Sidekiq: 3600 s), each loan once its holder has been dead ``heartbeat_ttl_s`` (60 s).
+
+    ``tombstones`` (``acksim.world.tombstones``, Redis Streams): the length cap trims a
+    pending entry's body but keeps its id pending; once its loan ends without an ack it is
+    delivered again as an id with no payload (``workers.on_tombstone`` says what the worker
+    does with it).
+
     ``kind`` "fifo" models SQS FIFO's send-side deduplication (the same (account, version)
     published again within ``fifo_dedup_window_s`` is dropped) and no spurious duplicates;
     message-group ordering is not modelled. ``duplicate_probability``: the chance that a
@@ -85,6 +95,10 @@ class Queue(_Section):
     # issue 13 mechanisms (acksim.world.delivery_limit, recovery, tombstones; ack_by in Queue.ack)
     delivery_limit: int = Field(0, ge=0, le=1000)
     ack_by: Literal["receipt", "message_id"] = "receipt"
+    recovery_sweep: Literal["none", "process_start", "traffic"] = "none"
+    recovery_interval_s: float = Field(3600.0, ge=0.0, le=HORIZON_S)
+    heartbeat_ttl_s: float = Field(60.0, ge=0.0, le=DAY)
+    tombstones: bool = False
 
     @model_validator(mode="after")
     def _backoff_ordered(self) -> "Queue":

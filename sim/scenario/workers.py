@@ -21,7 +21,10 @@ class Workers(_Section):
     the servers of an M/M/c or M/D/c queue. With ``service_time_at`` "first_write" the work
     comes after the processor's reads, just before its first write (a processor that finds
     the job stale or done does no work). ``stop_when_lease_lost``: before committing, the
-    worker checks that it still holds the delivery's lease and rolls back if not."""
+    worker checks that it still holds the delivery's lease and rolls back if not.
+    ``on_tombstone`` (``acksim.world.tombstones``): a delivery with no payload (a trimmed
+    entry's id) is counted missing and removed from the pending list ("count_missing"), or
+    acked as if done ("ack": a finding, ``ack_after_durable``)."""
 
     count: int = Field(8, ge=1, le=1000)
     ack_policy: Literal["after_commit", "before_processing"] = "after_commit"
@@ -33,3 +36,4 @@ class Workers(_Section):
     service_time_at: Literal["start", "first_write"] = "start"
     stop_when_lease_lost: bool = False
     service_time_distribution: Literal["exponential", "constant"] = "exponential"
+    on_tombstone: Literal["count_missing", "ack"] = "count_missing"

@@ -23,6 +23,7 @@ import simpy
 from acksim.model.errors import ConflictError
 from acksim.world.faults import stay_down, store_latency
 from acksim.world.interleave import Attempt, Finished, ProcessorHung, Sleep
+from acksim.world import tombstones
 from acksim.world.queue import Delivery
 
 WRITE_METHODS = frozenset({"apply_once", "add_once", "put", "delete", "mark_sent", "mark_failed"})
@@ -67,6 +68,9 @@ def worker(world, name: str, rng: random.Random):
             state.receiving = queue.receive(name)
             delivery = yield state.receiving
             state.receiving = None
+            if delivery.tombstone:  # an id with no payload: nothing to run
+                yield from tombstones.handle(world, name, delivery)
+                continue
             if queue.config.eta_held_by_worker and delivery.deadline_s > env.now:
                 state.held = [p for p in state.held if p.is_alive]
                 state.held.append(env.process(_held(world, name, processor, rng, delivery)))
