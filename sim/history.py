@@ -68,7 +68,7 @@ KINDS: tuple[str, ...] = (
     "reminder_sent", "reminder_duplicate", "reminder_failed", "reminder_retry",
     # scheduler and operator
     "cron_run_started", "cron_run_finished", "cron_run_skipped", "deployment_started",
-    "scheduler_crashed", "worker_killed",
+    "scheduler_crashed", "worker_killed", "publish_recorded",
     # the shipment fan-out design (acksim.world.fanout)
     "send", "subscriber_effect", "subscriber_duplicate", "delivery_recorded", "update_completed",
 )

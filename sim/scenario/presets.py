@@ -163,10 +163,13 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         tables={"queue": {"redelivery": "claim", "visibility_timeout_s": 300.0, "sweep_interval_s": 60.0,
                           "max_lease_s": HORIZON_S, "max_receive_count": 0, "max_delay_s": 0.0,
                           "retention_s": HORIZON_S, "max_message_bytes": 536_870_912, "max_length": 0,
-                          "nack_backoff_base_s": 0.0, "nack_backoff_max_s": 0.0, "ack_by": "message_id"}},
+                          "nack_backoff_base_s": 0.0, "nack_backoff_max_s": 0.0, "ack_by": "message_id",
+                          "tombstones": True}},
         sources={"queue.redelivery": "R-XRG, R-XCL: no automatic redelivery; XCLAIM/XAUTOCLAIM take idle entries",
                  "queue.ack_by": "R-XACK: XACK names the entry id and removes it from the group's PEL, "
                                  "whichever consumer it was claimed by",
+                 "queue.tombstones": "R-XRG, R-XAC: a trimmed or deleted entry stays in the PEL and is claimed "
+                                     "or re-read as an id with a nil payload (XAUTOCLAIM returns it as deleted)",
                  "queue.visibility_timeout_s": "R-XCL: min-idle-time is the caller's, no default; acksim: 300 s",
                  "queue.sweep_interval_s": "R-XAC: the claimer runs when the application runs it; acksim: every 60 s",
                  "queue.max_lease_s": "R-XCL: an entry stays pending indefinitely",

@@ -74,6 +74,25 @@ def fault_schedules(n_deliveries: int, instants: list[float], cron: bool):
     })
 
 
+def queue_mechanisms(base: Scenario, cron: bool):
+    """Strategy: ``[queue]`` overrides for the mechanisms of issue 13, base's settings first
+    (so shrinking drops them): ack by message id or by receipt; recovery of a dead
+    consumer's deliveries only by a sweep at each process start (a claim queue without a
+    claimer; the heartbeat expires in half the workers' restart delay, so every crash's
+    orphans come back at its worker's restart, later than the visibility timeout); and, in
+    a state-based cron run (which publishes a trimmed job again), a short stream whose
+    trimmed pending entries come back as tombstones."""
+    q = base.queue
+    ack_by = st.sampled_from((q.ack_by, "message_id" if q.ack_by == "receipt" else "receipt"))
+    recovery = st.sampled_from(({}, {"redelivery": "claim", "sweep_interval_s": 0.0, "recovery_sweep": "process_start",
+                                     "recovery_interval_s": 0.0,
+                                     "heartbeat_ttl_s": base.workers.restart_delay_s / 2}))
+    tombstones = st.just({})
+    if cron and base.scheduler.cron_selection == "due":
+        tombstones = st.sampled_from(({}, {"tombstones": True, "max_length": 3}, {"tombstones": True, "max_length": 8}))
+    return st.builds(lambda a, r, t: {"ack_by": a, **r, **t}, ack_by, recovery, tombstones)
+
+
 def check_scenarios(base: Scenario, max_accounts: int = 30):
     """Strategy: validated ``Scenario`` objects around ``base`` (its stores, workers, queue and
     mail settings, the design under check) with a drawn plan, fault schedule, queue
@@ -105,5 +124,6 @@ def _around(base: Scenario, plan):
     })
     mode = st.sampled_from(("per_deadline", "cron"))
     return mode.flatmap(lambda m: st.builds(
-        build, st.just(m), fault_schedules(n_deliveries, instants, m == "cron"), queue,
+        build, st.just(m), fault_schedules(n_deliveries, instants, m == "cron"),
+        st.builds(lambda drawn, mechanisms: {**drawn, **mechanisms}, queue, queue_mechanisms(base, m == "cron")),
         st.integers(1, max(base.workers.count, 1) + 1), st.integers(0, 2**32 - 1)))
