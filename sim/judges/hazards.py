@@ -102,7 +102,7 @@ HAZARDS: tuple[tuple[str, Callable[[Sequence[Record]], bool]], ...] = (
     ("delivery_after_version_moved", delivery_after_version_moved),
     ("redelivery_after_dead_letter_or_retention", redelivery_after_dead_letter_or_retention),
     ("scheduler_pause", scheduler_pause),
-    ("delivery_recovered_after_visibility_timeout", delivery_recovered_by_sweep_after_visibility_timeout),
+    ("sweep_recovery_after_visibility_timeout", delivery_recovered_by_sweep_after_visibility_timeout),
     ("tombstone_delivered", tombstone_delivered),
 )
 

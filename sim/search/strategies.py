@@ -93,6 +93,17 @@ def queue_mechanisms(base: Scenario, cron: bool):
     return st.builds(lambda a, r, t: {"ack_by": a, **r, **t}, ack_by, recovery, tombstones)
 
 
+def scheduler_ordering(base: Scenario):
+    """Strategy: ``[scheduler]`` overrides for its two steps (publish, record), base's first:
+    the order, and a crash between them in a third of the publishes (publish then record:
+    the job published again; record then publish: left to the sweeper)."""
+    sc = base.scheduler
+    order = st.sampled_from((sc.order, "record_then_publish" if sc.order == "publish_then_record"
+                             else "publish_then_record"))
+    crash = st.sampled_from((sc.publish_crash_probability, 0.3))
+    return st.builds(lambda o, p: {"order": o, "publish_crash_probability": p}, order, crash)
+
+
 def check_scenarios(base: Scenario, max_accounts: int = 30):
     """Strategy: validated ``Scenario`` objects around ``base`` (its stores, workers, queue and
     mail settings, the design under check) with a drawn plan, fault schedule, queue
@@ -106,10 +117,10 @@ def _around(base: Scenario, plan):
     vt, mrc = base.queue.visibility_timeout_s, base.queue.max_receive_count
     n_deliveries = 3 * len(accounts) + 3
 
-    def build(mode, faults, queue, workers, seed):
+    def build(mode, faults, queue, workers, seed, scheduler=None):
         data = base.model_dump(exclude_none=True)
         data.update(seed=seed, plan={"accounts": accounts, "steps": steps})
-        data["scheduler"].update(mode=mode, paused=faults.pop("paused"))
+        data["scheduler"].update(mode=mode, paused=faults.pop("paused"), **(scheduler or {}))
         data["mail"]["outages"] = faults.pop("outages")
         data["faults"].update(faults)
         data["queue"].update(queue)
@@ -126,4 +137,4 @@ def _around(base: Scenario, plan):
     return mode.flatmap(lambda m: st.builds(
         build, st.just(m), fault_schedules(n_deliveries, instants, m == "cron"),
         st.builds(lambda drawn, mechanisms: {**drawn, **mechanisms}, queue, queue_mechanisms(base, m == "cron")),
-        st.integers(1, max(base.workers.count, 1) + 1), st.integers(0, 2**32 - 1)))
+        st.integers(1, max(base.workers.count, 1) + 1), st.integers(0, 2**32 - 1), scheduler_ordering(base)))

@@ -171,3 +171,16 @@ def test_the_holder_of_a_trimmed_entry_can_still_ack_it_and_a_tombstone_is_disca
         (5, "trimmed", "queue", 1, "in_flight:tombstone"), (5, "acked", "w1", 1, ""),
         (5, "delivered", "w2", 2, ""), (6, "trimmed", "queue", 2, "in_flight:tombstone"),
         (70, "delivered", "w4", 2, "tombstone"), (71, "tombstone_discarded", "w4", 2, "missing")]
+
+
+def test_the_new_hazard_windows_are_judged_from_the_history_alone():
+    from acksim.history import Record
+    from acksim.judges.hazards import HAZARDS, hazards_hit
+
+    late = [Record(3700.0, 0, "visibility_expired", "queue", 1, detail="recovered:process_start:late")]
+    in_time = [Record(110.0, 0, "visibility_expired", "queue", 1, detail="recovered:process_start")]
+    tomb = [Record(360.0, 0, "delivered", "worker-1", 1, detail="tombstone")]
+    assert [name for name, _ in HAZARDS][-2:] == ["sweep_recovery_after_visibility_timeout", "tombstone_delivered"]
+    assert hazards_hit(late)["sweep_recovery_after_visibility_timeout"]
+    assert not hazards_hit(in_time)["sweep_recovery_after_visibility_timeout"]
+    assert hazards_hit(tomb)["tombstone_delivered"] and not hazards_hit(late)["tombstone_delivered"]
