@@ -161,7 +161,29 @@ def parameters(scenario: Scenario, processor: str | None = None) -> dict[str, An
         "faults.crash_after_commit": f.crash_after_commit, "faults.crash_during_ack": f.crash_during_ack,
         "faults.crashes": len(f.crashes), "faults.deployments": len(f.deployments), "faults.kills": len(f.kills),
         "faults.duplicates": len(f.duplicates),
+        **_mechanisms(scenario),
     }
+
+
+def _mechanisms(scenario: Scenario) -> dict[str, Any]:
+    """The issue-13 mechanisms a scenario enables (only those not at their defaults, so a
+    scenario without them reports what it reported before): the delivery limit, ack by id,
+    recovery sweeps, tombstones, the scheduler's record-then-publish order."""
+    q, w, sc = scenario.queue, scenario.workers, scenario.scheduler
+    out: dict[str, Any] = {}
+    if q.delivery_limit:
+        out["queue.delivery_limit"] = q.delivery_limit
+    if q.ack_by != "receipt":
+        out["queue.ack_by"] = q.ack_by
+    if q.recovery_sweep != "none":
+        out.update({"queue.recovery_sweep": q.recovery_sweep, "queue.recovery_interval_s": q.recovery_interval_s,
+                    "queue.heartbeat_ttl_s": q.heartbeat_ttl_s})
+    if q.tombstones:
+        out.update({"queue.tombstones": True, "workers.on_tombstone": w.on_tombstone})
+    if sc.order != "publish_then_record":
+        out.update({"scheduler.order": sc.order, "scheduler.sweep_after_s": sc.sweep_after_s,
+                    "scheduler.sweep_interval_s": sc.sweep_interval_s})
+    return out
 
 
 def build_summary(scenario: Scenario, outcome: Outcome, processor: str | None = None) -> dict:

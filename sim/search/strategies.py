@@ -79,14 +79,17 @@ def queue_mechanisms(base: Scenario, cron: bool):
     (so shrinking drops them): ack by message id or by receipt; recovery of a dead
     consumer's deliveries only by a sweep at each process start (a claim queue without a
     claimer; the heartbeat expires in half the workers' restart delay, so every crash's
-    orphans come back at its worker's restart, later than the visibility timeout); and, in
+    orphans come back at its worker's restart, later than the lease of a quarter of it that
+    a timer would have given); and, in
     a state-based cron run (which publishes a trimmed job again), a short stream whose
     trimmed pending entries come back as tombstones."""
     q = base.queue
     ack_by = st.sampled_from((q.ack_by, "message_id" if q.ack_by == "receipt" else "receipt"))
+    restart = base.workers.restart_delay_s
     recovery = st.sampled_from(({}, {"redelivery": "claim", "sweep_interval_s": 0.0, "recovery_sweep": "process_start",
-                                     "recovery_interval_s": 0.0,
-                                     "heartbeat_ttl_s": base.workers.restart_delay_s / 2}))
+                                     "recovery_interval_s": 0.0, "heartbeat_ttl_s": restart / 2,
+                                     # the lease a timer-based queue would have given (no timer here)
+                                     "visibility_timeout_s": max(restart / 4, 0.001)}))
     tombstones = st.just({})
     if cron and base.scheduler.cron_selection == "due":
         tombstones = st.sampled_from(({}, {"tombstones": True, "max_length": 3}, {"tombstones": True, "max_length": 8}))
