@@ -131,15 +131,16 @@ class Queue:
         """Delete the message if ``delivery``'s receipt is still current (or it is a spurious
         copy and the message still exists, or ``ack_by`` is "message_id" and it still exists:
         detail "by_id" when another loan held it). Returns whether it deleted; records
-        "acked" or "ack_stale". On a pop-on-fetch queue the message went at receipt: the ack only ends
-        the consumer's work on it, returns True and records nothing."""
+        "acked" or "ack_stale". On a pop-on-fetch queue the message went at receipt: the ack
+        only ends the consumer's work on it, returns True and records nothing."""
         msg = self._messages[delivery.message_id]
         if self.config.redelivery == "none" and not delivery.duplicate:
             self._popped.pop(msg.id, None)
             return True
         current = msg.state == "in_flight" and msg.receipt == delivery.receipt
-        by_id = not current and self.config.ack_by == "message_id" and msg.state in ("visible", "in_flight", "delayed")
-        if current or by_id or (delivery.duplicate and msg.state in ("visible", "in_flight", "delayed")):
+        exists = msg.state in ("visible", "in_flight", "delayed")
+        by_id = not current and self.config.ack_by == "message_id" and exists
+        if current or by_id or (delivery.duplicate and exists):
             self._delete(msg)
             self._log("acked", consumer, msg, delivery.receive_count,
                       "duplicate" if delivery.duplicate else ("tombstone" if delivery.tombstone else
@@ -344,7 +345,8 @@ class Queue:
                     self._popped[mid] = consumer
                     self._log("delivered", consumer, msg, delivery.receive_count, "pop_on_fetch")
                 else:
-                    self._log("delivered", consumer, msg, delivery.receive_count, "tombstone" if msg.tombstone else "")
+                    self._log("delivered", consumer, msg, delivery.receive_count,
+                              "tombstone" if msg.tombstone else "")
                 event.succeed(delivery)
                 self._maybe_duplicate(msg, delivery)
                 continue

@@ -36,7 +36,7 @@ def of(history, kind, detail=None):
 
 def test_every_incident_file_is_run_here():
     names = [p.stem for p in sorted(INCIDENTS.glob("*.toml"))]
-    assert len(names) == 17 and {n[:2] for n in names} == {f"{k:02d}" for k in range(1, 13)}
+    assert len(names) == 18 and {n[:2] for n in names} == {f"{k:02d}" for k in range(1, 13)}
     source = Path(__file__).read_text()
     assert [n for n in names if f'"{n}"' not in source] == []
 
@@ -211,6 +211,20 @@ def test_09_an_orphan_waits_for_the_next_process_start_after_the_hour():
 
     naive, _ = run("09-orphan-recovered-at-next-process-start", "naive")
     assert naive["counts"]["reminders_sent"] == 2 and violated(naive) == {"at_most_once_effect"}
+
+
+def test_09_an_orphan_waits_for_the_next_traffic_when_the_pass_runs_in_the_consumers_loop():
+    summary, history = run("09-orphan-recovered-at-next-traffic")
+    assert [(r.time, r.detail) for r in of(history, "recovery_sweep")] == [
+        (60.0, "traffic recovered=0"), (14400.0, "traffic recovered=1")]  # the first deliveries
+    assert [(r.time, r.message_id, r.receive_count) for r in of(history, "delivered")] == [
+        (60.0, 1, 1), (14400.0, 2, 1), (14405.0, 1, 2)]  # player-01's job after player-02's
+    recovery = summary["slo"]["recovery_time_p99_s"]
+    assert (recovery["value"], recovery["n"], recovery["met"]) == (14347.5, 1, False)  # 62.5 -> 14410
+    assert summary["counts"]["cleanups"] == 2 and violated(summary) == set()
+
+    naive, _ = run("09-orphan-recovered-at-next-traffic", "naive")
+    assert naive["counts"]["reminders_sent"] == 3 and violated(naive) == {"at_most_once_effect"}
 
 
 def test_10_ack_by_id_lets_the_first_run_to_finish_delete_the_claimed_entry():
