@@ -48,7 +48,7 @@ class Scheduler(_Section):
     restart_delay_s: float = Field(30.0, ge=0.0, le=DAY)
     order: Literal["publish_then_record", "record_then_publish"] = "publish_then_record"
     sweep_after_s: float = Field(300.0, ge=0.0, le=DAY)
-    sweep_interval_s: float = Field(60.0, gt=0.0, le=DAY)
+    sweep_interval_s: float = Field(60.0, ge=0.1, le=DAY)
 
     @model_validator(mode="after")
     def _jitter_within_interval(self) -> "Scheduler":
