@@ -99,8 +99,9 @@ CANDIDATES: dict[str, Candidate] = {
         no_missing_account_check, "processor_error", "a job for a deleted account raises instead of doing nothing"),
     "naive": Candidate(
         naive, "at_most_once_effect",
-        "reminder first, each call committed alone, no marker check and no unique keys: every run reminds",
-        {"workers": {"transaction_scope": "autocommit"},
+        "reminder first, each call committed alone, no marker check and no unique keys: every run reminds; "
+        "its worker acks whatever it gets back, a tombstone too",
+        {"workers": {"transaction_scope": "autocommit", "on_tombstone": "ack"},
          "stores": {"unique_markers": False, "unique_outbox_keys": False}}),
     "read-committed": Candidate(
         process, "no_cleanup_after_renewal",

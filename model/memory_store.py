@@ -474,14 +474,15 @@ class MemoryOutbox:
             return [db._outbox.latest(seq) for seq, _ in zip(seqs, range(limit))]
         return [e for e in s._events(snap) if e.status == "pending"][:limit]
 
-    def mark_sent(self, event_key: str) -> None:
-        """Set status "sent" on every row with ``event_key`` (no-op if none); logs
+    def mark_sent(self, event_key: str, seq: int | None = None) -> None:
+        """Set status "sent" on every row with ``event_key`` (no-op if none), or with ``seq``
+        only on the committed row of that seq (a relay that sends row by row); logs
         "outbox_sent" per row whose status changed."""
-        self._mark(event_key, "sent", "outbox_sent")
+        self._mark(event_key, "sent", "outbox_sent", seq)
 
-    def mark_failed(self, event_key: str) -> None:
+    def mark_failed(self, event_key: str, seq: int | None = None) -> None:
         """Set status "failed" likewise; logs "outbox_failed" per changed row."""
-        self._mark(event_key, "failed", "outbox_failed")
+        self._mark(event_key, "failed", "outbox_failed", seq)
 
     def events(self) -> list[OutboxEvent]:
         """Every event, ordered by seq."""
@@ -494,17 +495,19 @@ class MemoryOutbox:
             return True
         return any(row[0] == event_key for row in s._new)
 
-    def _mark(self, event_key: str, status: str, kind: str) -> None:
+    def _mark(self, event_key: str, status: str, kind: str, only: int | None = None) -> None:
         s = self._s
         if not s._in_tx:
-            return s._autocommit(self._mark, event_key, status, kind)
+            return s._autocommit(self._mark, event_key, status, kind, only)
         snap = s._write()
         for seq in s._db._keys.get(event_key, ()):
+            if only is not None and seq != only:
+                continue
             event = s._db._outbox.at(seq, snap)
             if event is not None and s._status.get(seq, event.status) != status:
                 s._status[seq] = status
                 s._log.append(Write(kind, event.account_id, event.cleanup_version, event_key))
-        for row in s._new:
+        for row in s._new if only is None else ():  # rows of this transaction have no seq yet
             if row[0] == event_key and row[3] != status:
                 row[3] = status
                 s._log.append(Write(kind, row[1], row[2], event_key))

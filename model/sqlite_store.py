@@ -94,6 +94,10 @@ _MARK = (
     "UPDATE outbox SET status = ? WHERE event_key = ? AND status <> ?"
     " RETURNING seq, account_id, cleanup_version"
 )
+_MARK_ROW = (
+    "UPDATE outbox SET status = ? WHERE event_key = ? AND seq = ? AND status <> ?"
+    " RETURNING seq, account_id, cleanup_version"
+)
 
 
 def _to_us(when: datetime, what: str) -> int:
@@ -341,19 +345,22 @@ class SqliteOutbox:
             raise ValueError(f"limit={limit}: must be >= 0")
         return [OutboxEvent(*r) for r in self._s._rows(_PENDING, (limit,))]
 
-    def mark_sent(self, event_key: str) -> None:
-        """Set status "sent" on every row with ``event_key`` (no-op if none); logs
-        "outbox_sent" per row whose status changed."""
-        self._mark(event_key, "sent", "outbox_sent")
+    def mark_sent(self, event_key: str, seq: int | None = None) -> None:
+        """Set status "sent" on every row with ``event_key`` (no-op if none), or with ``seq``
+        only on that row (a relay that sends row by row); logs "outbox_sent" per row whose
+        status changed."""
+        self._mark(event_key, "sent", "outbox_sent", seq)
 
-    def mark_failed(self, event_key: str) -> None:
+    def mark_failed(self, event_key: str, seq: int | None = None) -> None:
         """Set status "failed" likewise; logs "outbox_failed" per changed row."""
-        self._mark(event_key, "failed", "outbox_failed")
+        self._mark(event_key, "failed", "outbox_failed", seq)
 
     def events(self) -> list[OutboxEvent]:
         """Every event, ordered by seq."""
         return [OutboxEvent(*r) for r in self._s._rows(_EVENTS)]
 
-    def _mark(self, event_key: str, status: str, kind: str) -> None:
-        for _seq, account_id, version in sorted(self._s._rows(_MARK, (status, event_key, status))):
+    def _mark(self, event_key: str, status: str, kind: str, only: int | None = None) -> None:
+        rows = (self._s._rows(_MARK, (status, event_key, status)) if only is None
+                else self._s._rows(_MARK_ROW, (status, event_key, only, status)))
+        for _seq, account_id, version in sorted(rows):
             self._s._logged(Write(kind, account_id, version, event_key))

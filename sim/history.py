@@ -55,7 +55,7 @@ KINDS: tuple[str, ...] = (
     # queue
     "published", "publish_refused", "deduplicated", "delivered", "acked", "ack_stale",
     "nacked", "visibility_expired", "dead_lettered", "redriven", "retention_expired",
-    "dropped", "trimmed",
+    "dropped", "trimmed", "recovery_sweep", "tombstone_discarded",
     # workers
     "attempt_started", "crashed", "restarted", "tx_committed", "tx_rolled_back",
     "processor_error", "lease_lost",
@@ -68,7 +68,7 @@ KINDS: tuple[str, ...] = (
     "reminder_sent", "reminder_duplicate", "reminder_failed", "reminder_retry",
     # scheduler and operator
     "cron_run_started", "cron_run_finished", "cron_run_skipped", "deployment_started",
-    "scheduler_crashed", "worker_killed",
+    "scheduler_crashed", "worker_killed", "publish_recorded",
     # the shipment fan-out design (acksim.world.fanout)
     "send", "subscriber_effect", "subscriber_duplicate", "delivery_recorded", "update_completed",
     # pauses, partitions, broker restarts (acksim.world.links, acksim.world.broker)

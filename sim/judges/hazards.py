@@ -99,6 +99,17 @@ def ack_lost_to_partition_or_restart(history: Sequence[Record]) -> bool:
         elif r.kind == "ack_stale" and r.message_id in requeued:
             return True
     return False
+def delivery_recovered_by_sweep_after_visibility_timeout(history: Sequence[Record]) -> bool:
+    """A dead consumer's delivery was handed back by a recovery sweep later than its
+    visibility timeout would have (``acksim.world.recovery``: detail "recovered:...:late")."""
+    return any(r.kind == "visibility_expired" and r.detail.startswith("recovered:") and r.detail.endswith(":late")
+               for r in history)
+
+
+def tombstone_delivered(history: Sequence[Record]) -> bool:
+    """An entry whose body was trimmed while pending was delivered again as an id with no
+    payload (``acksim.world.tombstones``)."""
+    return any(r.kind == "delivered" and r.detail == "tombstone" for r in history)
 
 
 HAZARDS: tuple[tuple[str, Callable[[Sequence[Record]], bool]], ...] = (
@@ -111,6 +122,8 @@ HAZARDS: tuple[tuple[str, Callable[[Sequence[Record]], bool]], ...] = (
     ("scheduler_pause", scheduler_pause),
     ("paused_worker_resumed_after_lease_moved", paused_worker_resumed_after_lease_moved),
     ("ack_lost_to_partition_or_restart", ack_lost_to_partition_or_restart),
+    ("sweep_recovery_after_visibility_timeout", delivery_recovered_by_sweep_after_visibility_timeout),
+    ("tombstone_delivered", tombstone_delivered),
 )
 
 

@@ -99,7 +99,7 @@ def recovery_times(history: Sequence[Record]) -> pd.Series:
             continue
         if r.kind == "delivered":
             (copy_holders.add if r.detail == "duplicate" else copy_holders.discard)(r.actor)
-        elif r.kind == "crashed" and r.actor in copy_holders:
+        elif r.kind == "crashed" and r.actor in copy_holders and not r.detail.startswith("held_lost:"):
             continue  # losing a spurious copy fails nothing: the message itself is unaffected
         if r.kind in _FAILURES and r.message_id not in first_failure:
             first_failure[r.message_id] = r.time
@@ -123,7 +123,7 @@ def recovery_samples(history: Sequence[Record]) -> tuple[pd.Series, pd.Series]:
             continue
         if r.kind == "delivered":
             (copy_holders.add if r.detail == "duplicate" else copy_holders.discard)(r.actor)
-        elif r.kind == "crashed" and r.actor in copy_holders:
+        elif r.kind == "crashed" and r.actor in copy_holders and not r.detail.startswith("held_lost:"):
             continue
         if r.kind in _FAILURES and r.message_id not in first_failure:
             first_failure[r.message_id] = r.time

@@ -24,7 +24,8 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
         "jobs": kinds["published"],
         "deliveries": kinds["delivered"],
         "duplicate_deliveries": sum(1 for r in history if r.kind == "delivered" and r.detail == "duplicate"),
-        "crashes": kinds["crashed"],
+        "crashes": sum(1 for r in history if r.kind == "crashed" and not r.detail.startswith("held_lost:")),
+        "held_lost": sum(1 for r in history if r.kind == "crashed" and r.detail.startswith("held_lost:")),
     }
     for phase in (*PHASES, *EXTERNAL_PHASES):
         out[f"crashes_{phase}"] = phases[phase]
@@ -48,6 +49,7 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
         "cleanups": kinds["cleanup_applied"],
         "outbox_events": kinds["outbox_added"],
         "reminders_sent": kinds["reminder_sent"],
+        "reminder_duplicates": kinds["reminder_duplicate"],
         "reminders_failed": kinds["reminder_failed"],
         "renewals": kinds["renewed"],
         "extensions": kinds["extended"],
@@ -161,7 +163,29 @@ def parameters(scenario: Scenario, processor: str | None = None) -> dict[str, An
         "faults.crash_after_commit": f.crash_after_commit, "faults.crash_during_ack": f.crash_during_ack,
         "faults.crashes": len(f.crashes), "faults.deployments": len(f.deployments), "faults.kills": len(f.kills),
         "faults.duplicates": len(f.duplicates),
+        **_mechanisms(scenario),
     }
+
+
+def _mechanisms(scenario: Scenario) -> dict[str, Any]:
+    """The issue-13 mechanisms a scenario enables (only those not at their defaults, so a
+    scenario without them reports what it reported before): the delivery limit, ack by id,
+    recovery sweeps, tombstones, the scheduler's record-then-publish order."""
+    q, w, sc = scenario.queue, scenario.workers, scenario.scheduler
+    out: dict[str, Any] = {}
+    if q.delivery_limit:
+        out["queue.delivery_limit"] = q.delivery_limit
+    if q.ack_by != "receipt":
+        out["queue.ack_by"] = q.ack_by
+    if q.recovery_sweep != "none":
+        out.update({"queue.recovery_sweep": q.recovery_sweep, "queue.recovery_interval_s": q.recovery_interval_s,
+                    "queue.heartbeat_ttl_s": q.heartbeat_ttl_s})
+    if q.tombstones:
+        out.update({"queue.tombstones": True, "workers.on_tombstone": w.on_tombstone})
+    if sc.order != "publish_then_record":
+        out.update({"scheduler.order": sc.order, "scheduler.sweep_after_s": sc.sweep_after_s,
+                    "scheduler.sweep_interval_s": sc.sweep_interval_s})
+    return out
 
 
 def build_summary(scenario: Scenario, outcome: Outcome, processor: str | None = None) -> dict:

@@ -108,8 +108,10 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         tables={"queue": {"kind": "standard", "redelivery": "visibility_timeout", "visibility_timeout_s": 30.0,
                           "max_lease_s": 43_200.0, "max_receive_count": 0, "max_delay_s": 900.0,
                           "retention_s": 345_600.0, "max_message_bytes": 262_144,
-                          "duplicate_probability": 0.0005, **_SQS_RESTART}},
+                          "duplicate_probability": 0.0005, "ack_by": "receipt", **_SQS_RESTART}},
         sources={"queue.kind": "AWS-STD: standard queue, at-least-once, best-effort order",
+                 "queue.ack_by": "AWS-DEL: DeleteMessage takes the receipt handle of the latest receive; "
+                                 "an older one may not delete the message",
                  "queue.redelivery": "AWS-VIS: receivable again when the visibility timeout expires",
                  "queue.visibility_timeout_s": "AWS-Q, AWS-VIS: default 30 s, range 0 s-12 h",
                  "queue.max_lease_s": "AWS-VIS: ChangeMessageVisibility capped at 12 h from receipt",
@@ -129,8 +131,10 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         tables={"queue": {"kind": "fifo", "redelivery": "visibility_timeout", "visibility_timeout_s": 30.0,
                           "max_lease_s": 43_200.0, "max_receive_count": 0, "max_delay_s": 900.0,
                           "retention_s": 345_600.0, "max_message_bytes": 262_144,
-                          "fifo_dedup_window_s": 300.0, "duplicate_probability": 0.0, **_SQS_RESTART}},
+                          "fifo_dedup_window_s": 300.0, "duplicate_probability": 0.0, "ack_by": "receipt",
+                          **_SQS_RESTART}},
         sources={"queue.kind": "AWS-FIFO-KEY: FIFO queue (message-group ordering not modelled)",
+                 "queue.ack_by": "AWS-DEL: DeleteMessage by receipt handle, as standard",
                  "queue.redelivery": "AWS-VIS: same visibility model as standard",
                  "queue.visibility_timeout_s": "AWS-VIS: 30 s default, at most 12 h",
                  "queue.max_lease_s": "AWS-VIS: 12 h from receipt",
@@ -156,8 +160,11 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset(
         "rabbitmq-quorum",
         "RabbitMQ quorum queue: as classic, plus the delivery limit of 20 (dead-lettered or dropped)",
-        tables={"queue": {**_RMQ_QUEUE, "max_receive_count": 20, "on_exhaustion": "dead_letter"}},
-        sources={**_RMQ_SOURCES, "queue.max_receive_count": "RMQ-QQ, RMQ-PR11937: delivery-limit 20 since 4.0",
+        tables={"queue": {**_RMQ_QUEUE, "max_receive_count": 0, "delivery_limit": 20, "on_exhaustion": "dead_letter"}},
+        sources={**_RMQ_SOURCES, "queue.max_receive_count": "RMQ-QQ: no receive-count limit; the delivery limit "
+                                                            "counts returns",
+                 "queue.delivery_limit": "RMQ-QQ, RMQ-PR11937: delivery-limit 20 since 4.0; a message returned "
+                                         "more times than the limit is dropped or dead-lettered (21 deliveries)",
                  "queue.on_exhaustion": "RMQ-QQ: past the limit dead-lettered if a DLX exists, else dropped "
                                         "(set 'drop' for no dead-letter target)"},
         limits={"visibility_timeout_s": (60.0, HORIZON_S), "max_message_bytes": (1024, 536_870_912)},
@@ -169,9 +176,14 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
         tables={"queue": {"redelivery": "claim", "visibility_timeout_s": 300.0, "sweep_interval_s": 60.0,
                           "max_lease_s": HORIZON_S, "max_receive_count": 0, "max_delay_s": 0.0,
                           "retention_s": HORIZON_S, "max_message_bytes": 536_870_912, "max_length": 0,
-                          "nack_backoff_base_s": 0.0, "nack_backoff_max_s": 0.0, **_REDIS_RESTART}},
+                          "nack_backoff_base_s": 0.0, "nack_backoff_max_s": 0.0, "ack_by": "message_id",
+                          "tombstones": True, **_REDIS_RESTART}},
         sources={**_REDIS_RESTART_SOURCES,
                  "queue.redelivery": "R-XRG, R-XCL: no automatic redelivery; XCLAIM/XAUTOCLAIM take idle entries",
+                 "queue.ack_by": "R-XACK: XACK names the entry id and removes it from the group's PEL, "
+                                 "whichever consumer it was claimed by",
+                 "queue.tombstones": "R-XRG, R-XAC: a trimmed or deleted entry stays in the PEL and is claimed "
+                                     "or re-read as an id with a nil payload (XAUTOCLAIM returns it as deleted)",
                  "queue.visibility_timeout_s": "R-XCL: min-idle-time is the caller's, no default; acksim: 300 s",
                  "queue.sweep_interval_s": "R-XAC: the claimer runs when the application runs it; acksim: every 60 s",
                  "queue.max_lease_s": "R-XCL: an entry stays pending indefinitely",

@@ -41,6 +41,24 @@ class Queue(_Section):
     application retries, Celery max_retries + 1, BullMQ attempts) then the same; a stream
     longer than ``max_length`` entries (0: no cap) trims its oldest, pending or not.
 
+    ``delivery_limit`` (RabbitMQ quorum queues): a message returned (nacked, requeued, its
+    loan ended by a lost consumer or the ack timeout) more than that many times is ended at
+    that return, so it is delivered ``delivery_limit`` + 1 times (0: no limit).
+
+    ``ack_by``: an ack deletes the message only with the current loan's receipt ("receipt":
+    SQS DeleteMessage with an outdated receipt handle deletes nothing) or by its id, whoever
+    holds it now ("message_id": Redis Streams XACK), so the first run to finish deletes it.
+
+    ``recovery_sweep`` (``acksim.world.recovery``): a dead consumer's deliveries are also
+    handed back by a sweep, at a process start ("process_start", Sidekiq super_fetch) or at
+    broker traffic ("traffic", RQ's maintenance), at most once per ``recovery_interval_s``
+    (Sidekiq: 3600 s), each loan once its holder has been dead ``heartbeat_ttl_s`` (60 s).
+
+    ``tombstones`` (``acksim.world.tombstones``, Redis Streams): the length cap trims a
+    pending entry's body but keeps its id pending; once its loan ends without an ack it is
+    delivered again as an id with no payload (``workers.on_tombstone`` says what the worker
+    does with it).
+
     ``kind`` "fifo" models SQS FIFO's send-side deduplication (the same (account, version)
     published again within ``fifo_dedup_window_s`` is dropped) and no spurious duplicates;
     message-group ordering is not modelled. ``duplicate_probability``: the chance that a
@@ -93,6 +111,13 @@ class Queue(_Section):
     # "consumer_death": the ack timeout also ends the consumer's process (acksim.world.consumer_timeout)
     ack_timeout_ends_consumer: bool = False
     broker_lost_writes_s: float = Field(0.0, ge=0.0, le=DAY)
+    # issue 13 mechanisms (acksim.world.delivery_limit, recovery, tombstones; ack_by in Queue.ack)
+    delivery_limit: int = Field(0, ge=0, le=1000)
+    ack_by: Literal["receipt", "message_id"] = "receipt"
+    recovery_sweep: Literal["none", "process_start", "traffic"] = "none"
+    recovery_interval_s: float = Field(3600.0, ge=0.0, le=HORIZON_S)
+    heartbeat_ttl_s: float = Field(60.0, ge=0.0, le=DAY)
+    tombstones: bool = False
 
     @model_validator(mode="after")
     def _backoff_ordered(self) -> "Queue":

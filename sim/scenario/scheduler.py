@@ -28,6 +28,9 @@ class Scheduler(_Section):
     ``instances`` schedulers with the same schedule and no leader each publish every job.
     ``publish_crash_probability``: a scheduler instance crashes after a publish and before
     recording it, and publishes the job again ``restart_delay_s`` later.
+    ``order`` "record_then_publish" (``acksim.world.publish_records``) records the job first:
+    the crash then falls between the record and the publish, and a sweeper every
+    ``sweep_interval_s`` publishes the records left unpublished ``sweep_after_s``.
     """
 
     mode: Literal["per_deadline", "cron"] = "per_deadline"
@@ -43,6 +46,9 @@ class Scheduler(_Section):
     instances: int = Field(1, ge=1, le=100)
     publish_crash_probability: Probability = 0.0
     restart_delay_s: float = Field(30.0, ge=0.0, le=DAY)
+    order: Literal["publish_then_record", "record_then_publish"] = "publish_then_record"
+    sweep_after_s: float = Field(300.0, ge=0.0, le=DAY)
+    sweep_interval_s: float = Field(60.0, ge=0.1, le=DAY)
 
     @model_validator(mode="after")
     def _jitter_within_interval(self) -> "Scheduler":

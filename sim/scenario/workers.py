@@ -25,7 +25,10 @@ class Workers(_Section):
     (an attempt that makes fewer calls does no work). ``stop_when_lease_lost``: before committing, the
     worker checks that it still holds the delivery's lease and rolls back if not.
     ``execution_timeout_s`` > 0 hard-kills an attempt that has run that long (a time limit, a
-    start-to-close timeout: crash kind "execution_timeout", ``acksim.world.time_limits``)."""
+    start-to-close timeout: crash kind "execution_timeout", ``acksim.world.time_limits``).
+    ``on_tombstone`` (``acksim.world.tombstones``): a delivery with no payload (a trimmed
+    entry's id) is counted missing and removed from the pending list ("count_missing"), or
+    acked as if done ("ack": a finding, ``ack_after_durable``)."""
 
     count: int = Field(8, ge=1, le=1000)
     ack_policy: Literal["after_commit", "before_processing"] = "after_commit"
@@ -40,3 +43,4 @@ class Workers(_Section):
     service_time_distribution: Literal["exponential", "constant"] = "exponential"
     # a hard limit per attempt, 0 = none (acksim.world.time_limits: T-AF, A-CFG, GCT-TASK)
     execution_timeout_s: float = Field(0.0, ge=0.0, le=DAY)
+    on_tombstone: Literal["count_missing", "ack"] = "count_missing"

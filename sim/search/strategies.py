@@ -123,6 +123,37 @@ def execution_timeouts():
     """Strategy: ``workers.execution_timeout_s``: none first, or limits an attempt of a few
     store calls (about 5 ms) overruns, or a pause or spike makes it overrun."""
     return st.sampled_from((0.0, 0.003, 1.0))
+def queue_mechanisms(base: Scenario, cron: bool):
+    """Strategy: ``[queue]`` overrides for the mechanisms of issue 13, base's settings first
+    (so shrinking drops them): ack by message id or by receipt; recovery of a dead
+    consumer's deliveries only by a sweep at each process start (a claim queue without a
+    claimer; the heartbeat expires in half the workers' restart delay, so every crash's
+    orphans come back at its worker's restart, later than the lease of a quarter of it that
+    a timer would have given); and, in
+    a state-based cron run (which publishes a trimmed job again), a short stream whose
+    trimmed pending entries come back as tombstones."""
+    q = base.queue
+    ack_by = st.sampled_from((q.ack_by, "message_id" if q.ack_by == "receipt" else "receipt"))
+    restart = base.workers.restart_delay_s
+    recovery = st.sampled_from(({}, {"redelivery": "claim", "sweep_interval_s": 0.0, "recovery_sweep": "process_start",
+                                     "recovery_interval_s": 0.0, "heartbeat_ttl_s": restart / 2,
+                                     # the lease a timer-based queue would have given (no timer here)
+                                     "visibility_timeout_s": max(restart / 4, 0.001)}))
+    tombstones = st.just({})
+    if cron and base.scheduler.cron_selection == "due":
+        tombstones = st.sampled_from(({}, {"tombstones": True, "max_length": 3}, {"tombstones": True, "max_length": 8}))
+    return st.builds(lambda a, r, t: {"ack_by": a, **r, **t}, ack_by, recovery, tombstones)
+
+
+def scheduler_ordering(base: Scenario):
+    """Strategy: ``[scheduler]`` overrides for its two steps (publish, record), base's first:
+    the order, and a crash between them in a third of the publishes (publish then record:
+    the job published again; record then publish: left to the sweeper)."""
+    sc = base.scheduler
+    order = st.sampled_from((sc.order, "record_then_publish" if sc.order == "publish_then_record"
+                             else "publish_then_record"))
+    crash = st.sampled_from((sc.publish_crash_probability, 0.3))
+    return st.builds(lambda o, p: {"order": o, "publish_crash_probability": p}, order, crash)
 
 
 def check_scenarios(base: Scenario, max_accounts: int = 30):
@@ -138,10 +169,10 @@ def _around(base: Scenario, plan):
     vt, mrc = base.queue.visibility_timeout_s, base.queue.max_receive_count
     n_deliveries = 3 * len(accounts) + 3
 
-    def build(mode, faults, queue, workers, seed):
+    def build(mode, faults, queue, workers, seed, scheduler=None):
         data = base.model_dump(exclude_none=True)
         data.update(seed=seed, plan={"accounts": accounts, "steps": steps})
-        data["scheduler"].update(mode=mode, paused=faults.pop("paused"))
+        data["scheduler"].update(mode=mode, paused=faults.pop("paused"), **(scheduler or {}))
         data["mail"]["outages"] = faults.pop("outages")
         data["queue"].update(faults.pop("queue"))  # drawn with the faults (restart recovery)
         data["workers"].update(faults.pop("workers"))  # (execution time limit)
@@ -161,5 +192,6 @@ def _around(base: Scenario, plan):
     })
     mode = st.sampled_from(("per_deadline", "cron"))
     return mode.flatmap(lambda m: st.builds(
-        build, st.just(m), fault_schedules(n_deliveries, instants, m == "cron"), queue,
-        st.integers(1, max(base.workers.count, 1) + 1), st.integers(0, 2**32 - 1)))
+        build, st.just(m), fault_schedules(n_deliveries, instants, m == "cron"),
+        st.builds(lambda drawn, mechanisms: {**drawn, **mechanisms}, queue, queue_mechanisms(base, m == "cron")),
+        st.integers(1, max(base.workers.count, 1) + 1), st.integers(0, 2**32 - 1), scheduler_ordering(base)))

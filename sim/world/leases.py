@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from acksim.world.delivery_limit import returned
 from acksim.world.message import _Message
 
 if TYPE_CHECKING:
@@ -107,7 +108,8 @@ def lapse(q: Queue, msg: _Message) -> None:
         holder, orphaned = msg.holder, msg.orphaned  # (a requeued loan may be lent again at once)
         for m in [m for m in q._in_flight.values() if m.holder == msg.holder]:
             q._log("visibility_expired", "queue", m, m.receive_count, "consumer_timeout")
-            q._make_visible(m, head=cfg.requeue_at_head)
+            if not returned(q, m):
+                q._make_visible(m, head=cfg.requeue_at_head)
         if cfg.ack_timeout_ends_consumer and not orphaned:  # ... and its process with it
             from acksim.world.consumer_timeout import end_consumer
 
@@ -123,11 +125,13 @@ def lapse(q: Queue, msg: _Message) -> None:
     else:
         q._log("visibility_expired", "queue", msg, msg.receive_count,
                "claimed" if cfg.redelivery == "claim" else "")
-    q._make_visible(msg, head=cfg.requeue_at_head)
+    if not returned(q, msg):
+        q._make_visible(msg, head=cfg.requeue_at_head)
 
 
 def disconnected(q: Queue, msg: _Message, receipt: int) -> None:
     """"consumer_death" redelivery: the broker noticed the holder of loan ``receipt`` died."""
     if msg.state == "in_flight" and msg.receipt == receipt and not (q.broker is not None and q.broker.down()):
         q._log("visibility_expired", "queue", msg, msg.receive_count, "connection_lost")
-        q._make_visible(msg, head=q.config.requeue_at_head)
+        if not returned(q, msg):
+            q._make_visible(msg, head=q.config.requeue_at_head)

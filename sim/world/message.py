@@ -31,11 +31,12 @@ class Delivery:
     receipt: int
     number: int
     duplicate: bool = False
+    tombstone: bool = False  # an id whose body was trimmed: no payload (acksim.world.tombstones)
 
 
 class _Message:
     __slots__ = ("id", "job", "deadline_s", "state", "receive_count", "receipt", "sent_at", "holder",
-                 "received_at", "lease_until", "orphaned", "stalls", "failures")
+                 "received_at", "lease_until", "orphaned", "stalls", "failures", "returns", "tombstone")
 
     def __init__(self, mid: int, job: CleanupJob, deadline_s: float, sent_at: float) -> None:
         self.id = mid
@@ -51,6 +52,8 @@ class _Message:
         self.orphaned = False  # its holder died: no more heartbeats
         self.stalls = 0
         self.failures = 0
+        self.returns = 0  # loans ended without an ack (a quorum queue's x-delivery-count)
+        self.tombstone = False  # trimmed while pending: its id stays, its body is gone
 
 
 def body_bytes(job: CleanupJob, payload_bytes: int = 0) -> int:

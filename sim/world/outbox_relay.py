@@ -43,7 +43,7 @@ class OutboxRelay:
         self.rng = rng
         self.session = world.db.session()
         self.provider = MailProvider(world.scenario.mail.provider_idempotency)
-        self._attempts: dict[str, int] = {}
+        self._attempts: dict[int, int] = {}  # outbox row seq -> transient failures
 
     @property
     def idle(self) -> bool:
@@ -64,32 +64,35 @@ class OutboxRelay:
                 outage = next((o.error for o in cfg.outages if o.start_s <= env.now < o.end_s), None)
                 try:
                     if outage == "permanent" or (outage is None and u < cfg.permanent_error_probability):
-                        outbox.mark_failed(ev.event_key)
+                        outbox.mark_failed(ev.event_key, ev.seq)
                         history.record("reminder_failed", "outbox-relay", **fields)
                     elif outage == "transient" or u < cfg.permanent_error_probability + cfg.transient_error_probability:
-                        n = self._attempts.get(ev.event_key, 0) + 1
-                        self._attempts[ev.event_key] = n
+                        n = self._attempts.get(ev.seq, 0) + 1
+                        self._attempts[ev.seq] = n
                         if n >= cfg.max_attempts:
-                            outbox.mark_failed(ev.event_key)
+                            outbox.mark_failed(ev.event_key, ev.seq)
                             history.record("reminder_failed", "outbox-relay", **fields)
                         else:
                             history.record("reminder_retry", "outbox-relay", **fields)
                     else:
                         first = self.provider.send(ev.event_key, env.now)
                         history.record("reminder_sent" if first else "reminder_duplicate", "mail-provider", **fields)
-                        yield from self._mark_sent(ev.event_key)
+                        yield from self._mark_sent(ev.event_key, ev.seq)
                 except ConflictError:
                     pass  # a worker holds the write lock: the event stays pending for the next poll
                 self.session.take_autocommitted()  # the relay's own writes need no record
 
-    def _mark_sent(self, event_key: str):
-        """Record a send that happened: a worker holding the write lock delays the mark, it
+    def _mark_sent(self, event_key: str, seq: int):
+        """Mark the outbox row ``seq`` (of ``event_key``) sent, that row only: a second row
+        of the same key (a design without unique outbox keys) is sent on its own, and the
+        provider counts it (``reminder_sent`` again, or ``reminder_duplicate`` when it
+        recognises the key). Record a send that happened: a worker holding the write lock delays the mark, it
         does not undo it (retried every ``MARK_RETRY_S`` up to ``MARK_RETRIES`` times; then
         the event stays pending and the next poll sends it again, which only an idempotent
         provider absorbs)."""
         for _ in range(MARK_RETRIES):
             try:
-                self.session.outbox.mark_sent(event_key)
+                self.session.outbox.mark_sent(event_key, seq)
                 return
             except ConflictError:
                 yield self.world.env.timeout(MARK_RETRY_S)

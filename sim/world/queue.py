@@ -31,8 +31,11 @@ import simpy
 from acksim.history import History
 from acksim.model.job import CleanupJob
 from acksim.scenario import Queue as QueueConfig
+from acksim.world.delivery_limit import returned
 from acksim.world.leases import lend, sweeper, worker_lost
 from acksim.world.message import Delivery, MessageTooLarge, _Message, body_bytes
+from acksim.world.recovery import RecoverySweeps
+from acksim.world.tombstones import trim_pending
 
 __all__ = ["Delivery", "MessageTooLarge", "Queue", "body_bytes"]
 
@@ -71,6 +74,7 @@ class Queue:
         self.broker = None
         if config.sweep_interval_s > 0 and config.redelivery != "none":
             env.process(sweeper(self))
+        self.recovery = RecoverySweeps(self) if config.recovery_sweep != "none" else None
 
     # --- producers -------------------------------------------------------------------------
     def publish(self, job: CleanupJob, deadline_s: float, delay_s: float, actor: str,
@@ -117,6 +121,8 @@ class Queue:
         """A SimPy event that succeeds with the next ``Delivery`` for ``consumer``."""
         event = self.env.event()
         self._getters.append((event, consumer))
+        if self.recovery is not None:
+            self.recovery.receiving(consumer)
         self._dispatch()
         return event
 
@@ -129,17 +135,22 @@ class Queue:
 
     def ack(self, delivery: Delivery, consumer: str) -> bool:
         """Delete the message if ``delivery``'s receipt is still current (or it is a spurious
-        copy and the message still exists). Returns whether it deleted; records "acked" or
-        "ack_stale". On a pop-on-fetch queue the message went at receipt: the ack only ends
-        the consumer's work on it, returns True and records nothing."""
+        copy and the message still exists, or ``ack_by`` is "message_id" and it still exists:
+        detail "by_id" when another loan held it). Returns whether it deleted; records
+        "acked" or "ack_stale". On a pop-on-fetch queue the message went at receipt: the ack
+        only ends the consumer's work on it, returns True and records nothing."""
         msg = self._messages[delivery.message_id]
         if self.config.redelivery == "none" and not delivery.duplicate:
             self._popped.pop(msg.id, None)
             return True
         current = msg.state == "in_flight" and msg.receipt == delivery.receipt
-        if current or (delivery.duplicate and msg.state in ("visible", "in_flight", "delayed")):
+        exists = msg.state in ("visible", "in_flight", "delayed")
+        by_id = not current and self.config.ack_by == "message_id" and exists
+        if current or by_id or (delivery.duplicate and exists):
             self._delete(msg)
-            self._log("acked", consumer, msg, delivery.receive_count, "duplicate" if delivery.duplicate else "")
+            self._log("acked", consumer, msg, delivery.receive_count,
+                      "duplicate" if delivery.duplicate else ("tombstone" if delivery.tombstone else
+                                                              ("by_id" if by_id else "")))
             return True
         reason = "deleted" if msg.state in ("deleted", "dlq") else "receipt_expired"
         self._log("ack_stale", consumer, msg, delivery.receive_count, reason)
@@ -170,6 +181,8 @@ class Queue:
                             deadline=msg.deadline_s, visible_at=self.env.now + delay_s, detail=detail)
         if cfg.max_attempts and msg.failures >= cfg.max_attempts:
             self._exhaust(msg, "max_attempts")
+        elif returned(self, msg):
+            pass  # past the delivery limit: exhausted
         elif delay_s > 0:
             self._at(delay_s, self._undelay, msg)
         else:
@@ -183,6 +196,8 @@ class Queue:
         ``on_worker_lost``; the others (held, prefetched) are left to their lease, which for
         "consumer_death" redelivery ends ``disconnect_detect_s`` later."""
         worker_lost(self, consumer, executing, only)
+        if self.recovery is not None and not only:  # the process died, not just one job's child
+            self.recovery.lost(consumer)
 
     def dead_letter(self, delivery: Delivery, consumer: str, reason: str) -> bool:
         """The consumer ends the message of its current loan now (an error no retry can fix):
@@ -252,6 +267,8 @@ class Queue:
         self.history.record(kind, actor, message_id=msg.id, account_id=msg.job.account_id,
                             cleanup_version=msg.job.cleanup_version, receive_count=rc,
                             deadline=msg.deadline_s, detail=detail)
+        if self.recovery is not None and kind in ("delivered", "acked", "ack_stale"):
+            self.recovery.traffic(actor)
 
     def _undelay(self, msg: _Message) -> None:
         if msg.state == "delayed":
@@ -284,6 +301,8 @@ class Queue:
         self._stream.append(newest)
         while len(self._stream) > self.config.max_length:
             msg = self._messages[self._stream.popleft()]
+            if trim_pending(self, msg):
+                continue
             if msg.state != "deleted":
                 where = msg.state
                 self._delete(msg)
@@ -300,7 +319,7 @@ class Queue:
         self._in_flight.pop(msg.id, None)
         if msg.state not in ("deleted", "dlq"):
             self._live -= 1
-        if msg.state != "deleted":
+        if msg.state != "deleted" and not msg.tombstone:  # a tombstone's job was counted gone at the trim
             self._held[(msg.job.account_id, msg.job.cleanup_version)] -= 1
         msg.state = "deleted"
 
@@ -316,7 +335,7 @@ class Queue:
                 if msg.state in ("deleted", "dlq"):
                     continue
                 delivery = Delivery(mid, msg.job, msg.deadline_s, msg.receive_count, -1,
-                                    self._next_number(), duplicate=True)
+                                    self._next_number(), duplicate=True, tombstone=msg.tombstone)
             else:
                 if msg.state != "visible":
                     continue  # expired or redelivered meanwhile: a stale shelf entry
@@ -326,13 +345,14 @@ class Queue:
                 event, consumer = self._take_getter()
                 lend(self, msg, consumer)
                 delivery = Delivery(mid, msg.job, msg.deadline_s, msg.receive_count, msg.receipt,
-                                    self._next_number())
+                                    self._next_number(), tombstone=msg.tombstone)
                 if cfg.redelivery == "none":  # pop-on-fetch: the queue forgets it now
                     self._delete(msg)
                     self._popped[mid] = consumer
                     self._log("delivered", consumer, msg, delivery.receive_count, "pop_on_fetch")
                 else:
-                    self._log("delivered", consumer, msg, delivery.receive_count)
+                    self._log("delivered", consumer, msg, delivery.receive_count,
+                              "tombstone" if msg.tombstone else "")
                 event.succeed(delivery)
                 self._maybe_duplicate(msg, delivery)
                 continue

@@ -19,6 +19,7 @@ from __future__ import annotations
 import random
 
 from acksim.model.job import CleanupJob
+from acksim.world.publish_records import PublishRecords
 from acksim.world.queue import MessageTooLarge, body_bytes
 
 
@@ -32,12 +33,13 @@ class Scheduler:
         self.pending = 0
         self._cron_session = None
         self.window_end = 0.0  # window-based cron: deadlines up to here had their run (or lost it)
+        self.records = PublishRecords(self)  # "record_then_publish" (acksim.world.publish_records)
 
     @property
     def idle(self) -> bool:
         """No armed target, no run under way, and (cron mode) no due account whose job is not
         already in the queue or its dead-letter queue."""
-        if self.pending:
+        if self.pending or self.records.pending:
             return False
         if self.world.scenario.scheduler.mode != "cron":
             return True
@@ -73,9 +75,17 @@ class Scheduler:
         if not queue.eta_held_by_worker and deadline_s - env.now > queue.max_delay_s:
             yield env.timeout(deadline_s - env.now - queue.max_delay_s)  # re-armed until within reach
         yield env.timeout(self.world.scenario.scheduler.publish_latency_s)
+        yield from self._publish_step(account_id, version, deadline_s, actor)
+        self.pending -= 1
+
+    def _publish_step(self, account_id: str, version: int, deadline_s: float, actor: str):
+        """Publish one job and record it, in ``scheduler.order``, a crash between the two
+        steps included."""
+        if self.world.scenario.scheduler.order == "record_then_publish":
+            yield from self.records.record_then_publish(account_id, version, deadline_s, actor)
+            return
         self._publish(account_id, version, deadline_s, self._delay(deadline_s), actor)
         yield from self._crash_after_publish(account_id, version, deadline_s, actor)
-        self.pending -= 1
 
     def _crash_after_publish(self, account_id: str, version: int, deadline_s: float, actor: str):
         """With ``publish_crash_probability``, the instance dies before recording its publish
@@ -180,8 +190,7 @@ class Scheduler:
                 break
             yield env.timeout(cfg.publish_latency_s)
             deadline_s = world.to_virtual(acc.deadline)
-            self._publish(acc.account_id, acc.cleanup_version, deadline_s, 0.0, actor)
-            yield from self._crash_after_publish(acc.account_id, acc.cleanup_version, deadline_s, actor)
+            yield from self._publish_step(acc.account_id, acc.cleanup_version, deadline_s, actor)
             published += 1
         world.history.record("cron_run_finished", actor, detail=f"{outcome} published={published}")
         self.window_end = max(self.window_end, window[1])

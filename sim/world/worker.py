@@ -26,6 +26,7 @@ from acksim.world.faults import stay_down, store_latency
 from acksim.world import prefetch, time_limits
 from acksim.world.interleave import Attempt, Finished, ProcessorHung, Sleep
 from acksim.world.links import StoreUnreachable
+from acksim.world import tombstones
 from acksim.world.queue import Delivery
 
 WRITE_METHODS = frozenset({"apply_once", "add_once", "put", "delete", "mark_sent", "mark_failed"})
@@ -76,6 +77,9 @@ def worker(world, name: str, rng: random.Random):
                 state.receiving = None
                 if queue.config.prefetch > 1:
                     state.prefetched.extend(prefetch.take_now(queue, name, queue.config.prefetch - 1))
+            if delivery.tombstone:  # an id with no payload: nothing to run
+                yield from tombstones.handle(world, name, delivery)
+                continue
             if queue.config.eta_held_by_worker and delivery.deadline_s > env.now:
                 state.held = [p for p in state.held if p.is_alive]
                 state.held.append(env.process(_held(world, name, processor, rng, delivery)))
@@ -125,13 +129,25 @@ def _held(world, name: str, processor: tuple, rng: random.Random, delivery: Deli
     except WorkerCrash as exc:
         _crash(world, name, session, state, exc.phase, only=delivery.message_id)
     except simpy.Interrupt as exc:  # the worker went down (or the time limit killed this child)
+        phase = exc.cause[0] if isinstance(exc.cause, tuple) else exc.cause or "killed"
         if due:  # a job already running is recorded as crashed
-            phase = exc.cause[0] if isinstance(exc.cause, tuple) else exc.cause or "killed"
             _crash(world, name, session, state, phase, only=delivery.message_id)
+        else:  # lost unrun with the worker's memory: its recovery clock starts now
+            _held_lost(world, name, delivery, phase)
     finally:
         time_limits.stop(watch)
         world.busy.discard(key)
         session.close()
+
+
+def _held_lost(world, name: str, delivery: Delivery, phase: str) -> None:
+    """Record the loss of a held ETA job that worker ``name`` had not started when it went
+    down at ``phase``: a "crashed" record for that message with detail "held_lost:<phase>"
+    (its loan was left to its lease by the worker's own crash; nothing else changes)."""
+    job = delivery.job
+    world.history.record("crashed", name, message_id=delivery.message_id, account_id=job.account_id,
+                         cleanup_version=job.cleanup_version, receive_count=delivery.receive_count,
+                         detail=f"held_lost:{phase}")
 
 
 def error_line(error: BaseException) -> str:

@@ -26,10 +26,10 @@ def test_the_summary_names_examples_coverage_and_findings_of_every_call(pytester
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines([
         "*= acksim =*",
-        "test_user.py::test_reference_is_safe: acksim.model.processor:process: 30 examples, hazard windows hit */9*"
+        "test_user.py::test_reference_is_safe: acksim.model.processor:process: 30 examples, hazard windows hit */11*"
         "; findings: none",
         "test_user.py::test_candidate_is_caught: acksim.model.candidates:no_renewed_check: * examples, hazard windows "
-        "hit */9*; findings: no_cleanup_after_renewal",
+        "hit */11*; findings: no_cleanup_after_renewal",
     ])
 
 

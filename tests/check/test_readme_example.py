@@ -35,7 +35,7 @@ def test_the_readme_example_runs_as_written(pytester):
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*= acksim =*",
                                  "tests/test_cleanup_safety.py::test_my_cleanup_keeps_the_invariants: "
-                                 "mycleanup.processor:process: * examples, hazard windows hit */9*; findings: none"])
+                                 "mycleanup.processor:process: * examples, hazard windows hit */11*; findings: none"])
 
     buggy = files["mycleanup/processor.py"].replace(" or account.renewed", "")
     assert buggy != files["mycleanup/processor.py"]

@@ -36,7 +36,7 @@ def of(history, kind, detail=None):
 
 def test_every_incident_file_is_run_here():
     names = [p.stem for p in sorted(INCIDENTS.glob("*.toml"))]
-    assert len(names) == 21 and {n[:2] for n in names} == {f"{k:02d}" for k in range(1, 16)}
+    assert len(names) == 26 and {n[:2] for n in names} == {f"{k:02d}" for k in range(1, 20)}
     source = Path(__file__).read_text()
     assert [n for n in names if f'"{n}"' not in source] == []
 
@@ -165,9 +165,11 @@ def test_07_poison_job_three_ways():
     assert acked["counts"]["cleanups"] == 20 and acked["invariants"]["at_most_once_effect"]["holds"]
 
     limited, history = run("07-poison-job-requeued-with-limit")
-    assert len(of(history, "crashed", "poison")) == 5
+    # a delivery limit of 5 counts returns: the 6th return passes it, after 6 receives (RMQ-QQ)
+    assert len(of(history, "crashed", "poison")) == 6
     dead = of(history, "dead_lettered")
-    assert [(r.account_id, r.receive_count) for r in dead] == [("poison-1", 5)]
+    assert [(r.account_id, r.receive_count, r.detail) for r in dead] == [("poison-1", 6, "delivery_limit")]
+    assert dead[0].time == of(history, "crashed", "poison")[-1].time  # at the return, not at a next receive
     assert limited["counts"]["cleanups"] == 20 and violated(limited) == set()
 
     loop, history = run("07-poison-job-crash-loop")
@@ -292,3 +294,77 @@ def test_15_prefetched_jobs_outlive_their_lease_while_they_wait(processor, remin
     c = summary["counts"]
     assert (c["deliveries"], c["acks_without_delete"], c["reminders_sent"]) == (23, 16, reminders)
     assert violated(summary) == (set() if processor == "reference" else {"at_most_once_effect"})
+def test_16_an_orphan_waits_for_the_next_process_start_after_the_hour():
+    summary, history = run("16-orphan-recovered-at-next-process-start")
+    assert [(r.time, r.actor, r.receive_count) for r in of(history, "delivered")] == [
+        (60.0, "worker-1", 1), (7210.0, "worker-1", 2)]
+    # worker-1's restart at 72.5 is within the hour of the check at 0: no sweep; worker-2's at 7210 is
+    assert [(r.time, r.actor, r.detail) for r in of(history, "recovery_sweep")] == [
+        (0.0, "worker-1", "process_start recovered=0"), (7210.0, "worker-2", "process_start recovered=1")]
+    assert [(r.time, r.detail) for r in of(history, "visibility_expired")] == [
+        (7210.0, "recovered:process_start:late")]
+    recovery = summary["slo"]["recovery_time_p99_s"]
+    assert (recovery["value"], recovery["n"], recovery["met"]) == (7152.5, 1, False)  # killed 62.5, acked 7215
+    assert summary["counts"]["cleanups"] == 1 and violated(summary) == set() and summary["verdict"] == "FAIL"
+
+    naive, _ = run("16-orphan-recovered-at-next-process-start", "naive")
+    assert naive["counts"]["reminders_sent"] == 2 and violated(naive) == {"at_most_once_effect"}
+
+
+def test_16_an_orphan_waits_for_the_next_traffic_when_the_pass_runs_in_the_consumers_loop():
+    summary, history = run("16-orphan-recovered-at-next-traffic")
+    assert [(r.time, r.detail) for r in of(history, "recovery_sweep")] == [
+        (60.0, "traffic recovered=0"), (14400.0, "traffic recovered=1")]  # the first deliveries
+    assert [(r.time, r.message_id, r.receive_count) for r in of(history, "delivered")] == [
+        (60.0, 1, 1), (14400.0, 2, 1), (14405.0, 1, 2)]  # player-01's job after player-02's
+    recovery = summary["slo"]["recovery_time_p99_s"]
+    assert (recovery["value"], recovery["n"], recovery["met"]) == (14347.5, 1, False)  # 62.5 -> 14410
+    assert summary["counts"]["cleanups"] == 2 and violated(summary) == set()
+
+    naive, _ = run("16-orphan-recovered-at-next-traffic", "naive")
+    assert naive["counts"]["reminders_sent"] == 3 and violated(naive) == {"at_most_once_effect"}
+
+
+def test_17_ack_by_id_lets_the_first_run_to_finish_delete_the_claimed_entry():
+    summary, history = run("17-ack-by-id-first-finisher-deletes")
+    assert [(r.time, r.actor, r.receive_count) for r in of(history, "delivered")] == [
+        (60.0, "worker-1", 1), (360.0, "worker-2", 2)]  # claimed at the sweep of 360 (idle 300 s)
+    assert [(r.time, r.kind, r.actor, r.detail) for r in history if r.kind in ("acked", "ack_stale")] == [
+        (465.0, "acked", "worker-1", "by_id"), (763.0, "ack_stale", "worker-2", "deleted")]
+    c = summary["counts"]
+    assert (c["cleanups"], c["reminders_sent"], c["no_op_already_applied"]) == (1, 1, 1)
+    assert violated(summary) == set() and summary["verdict"] == "PASS"
+
+    naive, _ = run("17-ack-by-id-first-finisher-deletes", "naive")
+    assert naive["counts"]["reminders_sent"] == 2 and violated(naive) == {"at_most_once_effect"}
+
+
+def test_18_a_trimmed_pending_entry_comes_back_as_a_tombstone_counted_missing():
+    summary, history = run("18-trimmed-pending-entry-tombstone")
+    assert [(r.time, r.message_id, r.detail) for r in of(history, "trimmed")] == [(100.0, 1, "in_flight:tombstone")]
+    assert [(r.time, r.actor, r.message_id, r.detail) for r in of(history, "delivered")] == [
+        (60.0, "worker-1", 1, ""), (100.0, "worker-2", 2, ""), (360.0, "worker-1", 1, "tombstone")]
+    assert [(r.time, r.actor) for r in of(history, "tombstone_discarded")] == [(360.0, "worker-1")]
+    assert [r.message_id for r in of(history, "acked")] == [2]  # the tombstone is not acked as done
+    assert violated(summary) == {"no_lost_work"}
+    assert "trimmed" in summary["invariants"]["no_lost_work"]["example"]["why"]
+
+    naive, history = run("18-trimmed-pending-entry-tombstone", "naive")  # its worker acks the tombstone
+    assert [(r.time, r.message_id, r.detail) for r in of(history, "acked")] == [(103.0, 2, ""), (360.0, 1, "tombstone")]
+    assert {"ack_after_durable", "no_lost_work"} <= violated(naive)
+
+
+def test_19_record_then_publish_trades_the_duplicate_for_lateness():
+    summary, history = run("19-scheduler-record-then-publish-crash")
+    assert [(r.time, r.kind, r.actor) for r in history
+            if r.kind in ("publish_recorded", "scheduler_crashed", "published")] == (
+        [(0.0, "publish_recorded", "scheduler"), (0.0, "scheduler_crashed", "scheduler")] * 3
+        + [(300.0, "published", "publish-sweeper")] * 3)  # the sweeper's tick at 300: records 300 s old
+    c = summary["counts"]
+    assert (c["jobs"], c["cleanups"], c["reminders_sent"], c["scheduler_crashes"]) == (3, 3, 3, 3)
+    e2e = summary["slo"]["end_to_end_p99_s"]
+    assert e2e["met"] is False and 238.0 < e2e["value"] < 241.0  # due at 60-62, applied just after 300
+    assert violated(summary) == set()
+
+    naive, _ = run("19-scheduler-record-then-publish-crash", "naive")
+    assert naive["counts"]["reminders_sent"] == 3 and violated(naive) == set()

@@ -88,7 +88,8 @@ def test_presets_command_lists_and_shows(capsys):
     assert [line.split()[0] for line in out[:11]] == list(PRESETS)
     assert main(["presets", "rabbitmq-quorum"]) == 0
     shown = capsys.readouterr().out
-    assert "queue.max_receive_count = 20  [RMQ-QQ, RMQ-PR11937: delivery-limit 20 since 4.0]" in shown
+    assert ("queue.delivery_limit = 20  [RMQ-QQ, RMQ-PR11937: delivery-limit 20 since 4.0; a message returned "
+            "more times than the limit is dropped or dead-lettered (21 deliveries)]") in shown
     assert main(["presets", "kafka"]) == 2
     assert capsys.readouterr().err.startswith("acksim: error: presets: unknown preset 'kafka'")
 
@@ -137,7 +138,8 @@ def test_rabbitmq_quorum_delivery_limit(exhaustion, kind):
     summary, h = run(scenario("rabbitmq-quorum", queue={"on_worker_lost": "requeue", "on_exhaustion": exhaustion},
                               faults={"poison_accounts": ["p000"]}, workers={"restart_delay_s": 1}))
     ended = [r for r in h if r.kind == kind]
-    assert [(r.receive_count, r.detail) for r in ended] == [(20, "max_receive_count")]
+    # returned more times than the limit of 20 (RMQ-QQ): ended at the 21st return, after 21 deliveries
+    assert [(r.receive_count, r.detail) for r in ended] == [(21, "delivery_limit")]
     assert witnesses("rabbitmq-quorum", h) == 1
     assert summary["invariants"]["no_lost_work"]["holds"] == (exhaustion == "dead_letter")
 
