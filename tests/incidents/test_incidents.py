@@ -263,9 +263,10 @@ def test_13_an_ack_timeout_that_ends_the_consumer_loops_until_the_delivery_limit
     assert [r.time for r in closed[:3]] == [1920.0, 3720.0, 5520.0]
     crashes = of(history, "crashed", "consumer_timeout")
     assert [(r.time, r.actor) for r in crashes[:2]] == [(1920.0, "worker-1"), (3720.0, "worker-2")]
-    assert summary["counts"]["crashes_consumer_timeout"] == 20
+    # the delivery limit of 20 counts returns: dropped at the 21st return, after 21 deliveries
+    assert summary["counts"]["crashes_consumer_timeout"] == 21
     assert [(r.time, r.receive_count, r.detail) for r in of(history, "dead_lettered")] == [
-        (36120.0, 20, "max_receive_count")]
+        (37920.0, 21, "delivery_limit")]
     assert summary["counts"]["cleanups"] == 0 and violated(summary) == set()
     assert [r["name"] for r in summary["reasons"]] == ["dead_lettered_share"]
 
