@@ -6,7 +6,9 @@ receives, store calls or acks until it resumes exactly where it was, with a leas
 have moved on to another worker. A *partition* from the queue lets processing go on against
 the database while receives, heartbeats and acks fail [C-CONF: late-ack tasks keep running on
 connection loss]; a partition from the database fails the store calls while the queue is
-reachable. A *broker restart* (``acksim.world.broker``) cuts everyone off the queue.
+reachable. A *broker restart* (``acksim.world.broker``) cuts everyone off the queue. What is
+recorded as a pause or a partition opens and closes is ``acksim.world.pauses`` and
+``acksim.world.partitions``.
 
 Like a telephone exchange's switchboard: the faults are the schedule of unplugged lines
 (windows ``[start, end)`` of virtual seconds, fixed in advance, so what a worker sees at an
@@ -19,6 +21,8 @@ faults: without them the world runs exactly as before.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from acksim.world import partitions, pauses
 
 if TYPE_CHECKING:
     from acksim.world.core import World
@@ -116,23 +120,7 @@ class Links:
         """Freeze worker ``name`` from now for ``duration_s`` (a pause at a store call)."""
         now = self.world.env.now
         self.frozen.setdefault(name, []).append((now, now + duration_s))
-        self._open(name, duration_s)
-
-    def _pause_at(self, name: str, at_s: float, duration_s: float):
-        """SimPy process: open the scheduled pause of worker ``name`` at ``at_s``."""
-        yield self.world.env.timeout(at_s - self.world.env.now)
-        self._open(name, duration_s)
-
-    def _open(self, name: str, duration_s: float) -> None:
-        """Record "worker_paused" now, with each loan worker ``name`` holds, and close the
-        window ``duration_s`` later (a timer set before the worker waits on it, so the
-        resumption is recorded before the worker's first step after it)."""
-        loans = [(m.id, m.receipt) for m in self.world.queue._in_flight.values() if m.holder == name]
-        for mid, _receipt in loans or [(None, 0)]:
-            self._record("worker_paused", name, mid, f"{duration_s:g} s")
-        timer = self.world.env.timeout(duration_s, "pause")
-        opened = self.world.env.now
-        timer.callbacks.append(lambda _e: self._close(name, loans, opened))
+        pauses.open_window(self, name, duration_s)
 
     def crashed(self, name: str) -> None:
         """Worker ``name``'s process ended (a crash, a kill): the pauses holding it end too, so
@@ -141,59 +129,13 @@ class Links:
         self.crashed_at[name] = now
         self.frozen[name] = [(lo, min(hi, now)) if lo <= now < hi else (lo, hi) for lo, hi in self.frozen.get(name, ())]
 
-    def _close(self, name: str, loans: list[tuple[int, int]], opened: float) -> None:
-        """Record "worker_resumed", saying of each loan held at the pause whether its lease is
-        still held ("lease_held"), lapsed but not taken back ("lease_lapsed") or moved on
-        ("lease_moved": taken back, redelivered, acked by another, gone)."""
-        q, now = self.world.queue, self.world.env.now
-        if self.crashed_at.get(name, -1.0) >= opened:
-            return  # the paused process died meanwhile: nothing resumes
-        if not loans:
-            self._record("worker_resumed", name, None, "")
-        for mid, receipt in loans:
-            m = q._messages[mid]
-            if m.state != "in_flight" or m.receipt != receipt:
-                why = "lease_moved"
-            elif m.lease_until <= now:
-                why = "lease_lapsed"
-            else:
-                why = "lease_held"
-            self._record("worker_resumed", name, mid, why)
-        q._dispatch()  # its waiting receive may be served now
-
-    def _partition_window(self, name: str, between: str, at_s: float, duration_s: float):
-        """SimPy process: record "partition_started" and "partition_healed" for worker
-        ``name``; while cut from the queue past ``queue.disconnect_detect_s``, a broker that
-        requeues on consumer death (RabbitMQ's heartbeat timeout [RMQ-HB]) takes its loans back."""
-        env, q = self.world.env, self.world.queue
-        if at_s > env.now:
-            yield env.timeout(at_s - env.now)
-        self.world.history.record("partition_started", name, detail=f"{between} {duration_s:g} s")
-        detect = q.config.disconnect_detect_s
-        if between == "queue" and q.config.redelivery == "consumer_death" and detect < duration_s:
-            yield env.timeout(detect)
-            from acksim.world.leases import disconnected
-
-            for m in [m for m in q._in_flight.values() if m.holder == name]:
-                disconnected(q, m, m.receipt)
-            yield env.timeout(duration_s - detect)
-        else:
-            yield env.timeout(duration_s)
-        self.world.history.record("partition_healed", name, detail=between)
-        q._dispatch()
-
-    def _record(self, kind: str, name: str, mid: int | None, detail: str) -> None:
-        job = self.world.queue._messages[mid].job if mid is not None else None
-        self.world.history.record(kind, name, message_id=mid, account_id=job.account_id if job else None,
-                                  cleanup_version=job.cleanup_version if job else None, detail=detail)
-
     def start(self) -> None:
         """Start the processes that record the scheduled windows as they open and close."""
         env, f = self.world.env, self.world.scenario.faults
         for p in sorted((p for p in f.pauses if p.at_s is not None), key=lambda p: (p.at_s, p.worker)):
-            env.process(self._pause_at(f"worker-{p.worker}", p.at_s, p.duration_s))
+            env.process(pauses.pause_at(self, f"worker-{p.worker}", p.at_s, p.duration_s))
         for c in sorted(f.partitions, key=lambda c: (c.at_s, c.worker, c.between)):
-            env.process(self._partition_window(f"worker-{c.worker}", c.between, c.at_s, c.duration_s))
+            env.process(partitions.window(self, f"worker-{c.worker}", c.between, c.at_s, c.duration_s))
 
 
 def install(world: "World") -> Links | None:
