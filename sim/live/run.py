@@ -142,6 +142,9 @@ class LiveResult:
     live: dict = field(default_factory=dict)
 
 
+_FAULT_ITEMS = frozenset({"deploy", "deploy_one", "pause", "broker_restart"})
+
+
 class LiveRun:
     """One live run (see the module docstring). ``time_scale``: wall s per virtual s;
     ``max_wall_s``: the wall bound (default: the planned span scaled, times 1.5, plus 60 s)."""
@@ -166,7 +169,11 @@ class LiveRun:
 
     # --- scheduling on the wall clock -----------------------------------------------------
     def at(self, virtual_s: float, item) -> None:
-        heapq.heappush(self._heap, (virtual_s, next(self._tie), item))
+        """Do ``item`` at ``virtual_s``; at one instant faults (deployments, pauses, broker
+        restarts) go first, as in the simulation, where the job published at that instant is
+        only receivable a publish latency later."""
+        first = 0 if item[0] in _FAULT_ITEMS else 1
+        heapq.heappush(self._heap, (virtual_s, first, next(self._tie), item))
 
     def run(self) -> LiveResult:
         with ExitStack() as stack:
@@ -232,7 +239,7 @@ class LiveRun:
         while True:
             now = parent.now()
             while self._heap and self._heap[0][0] <= now:
-                _t, _n, item = heapq.heappop(self._heap)
+                _t, _f, _n, item = heapq.heappop(self._heap)
                 self._do(item, renewals)
             wall = time.monotonic()
             if wall - last_poll >= POLL_S:
@@ -288,7 +295,7 @@ class LiveRun:
 
     # --- the loop's actions ---------------------------------------------------------------
     def _pending_publishes(self) -> bool:
-        return any(item[0] == "publish" for _t, _n, item in self._heap)
+        return any(item[0] == "publish" for _t, _f, _n, item in self._heap)
 
     def _do(self, item, renewals) -> None:
         what = item[0]
@@ -310,7 +317,7 @@ class LiveRun:
         elif what == "deploy":
             self.deployments_running += 1
             self.journal.record("deployment_started", "fault-injector", detail=f"worker_down_s={item[1]}")
-            self.at(self.env.now, ("deploy_one", 0, item[1]))
+            self._do(("deploy_one", 0, item[1]), renewals)  # the first worker at once, before a job due now
         elif what == "deploy_one":
             _w, i, down_s = item
             if i >= len(self.slots):

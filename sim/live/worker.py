@@ -87,7 +87,7 @@ def run_worker(cfg: WorkerConfig, deliveries, stop) -> None:
         got = consumer.receive(0.1)
         if got is None:
             continue
-        with deliveries.get_lock():
+        with _deployment_held(), deliveries.get_lock():  # killed holding the lock, it would stop every worker
             deliveries.value += 1
             number = deliveries.value
         w.handle(got, number)
