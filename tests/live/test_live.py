@@ -223,3 +223,17 @@ def test_for_broker_runs_the_brokers_mechanism_on_both_sides():
     assert wall_bound_s(r, 0.01) == pytest.approx((640.0 + 125.0) * 0.01 * 1.5 + 20.0)
     assert within(10, 12, 2, 0.25) and not within(10, 13, 2, 0.25) and within(100, 125, 2, 0.25)
     assert within(None, None, 1, 0.5) and not within(None, 3.0, 1, 0.5)
+
+
+def test_at_one_instant_a_fault_goes_before_the_job_published_then():
+    import heapq
+
+    from acksim.live.run import LiveRun
+    from acksim.scenario import load
+
+    r = LiveRun(load(SCENARIO), "redis", "acksim.model.processor:process")
+    r.at(10.0, ("publish", "a1", 1, 10.0))
+    r.at(10.0, ("step", None))
+    r.at(10.0, ("deploy", 1.0))
+    r.at(9.5, ("publish", "a2", 1, 9.5))
+    assert [heapq.heappop(r._heap)[-1][0] for _ in range(4)] == ["publish", "deploy", "publish", "step"]
