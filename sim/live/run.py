@@ -44,6 +44,7 @@ from acksim.world.renewals import Renewals, plan_workload, planned_workload
 DEFAULT_TIME_SCALE = 0.05  # wall seconds per virtual second
 TICK_S = 0.01  # wall seconds the loop sleeps at most between looks
 POLL_S = 0.1  # wall seconds between looks at the journals and the dead-letter target
+DEPLOY_JOIN_WALL_S = 2.0  # a deployment's SIGTERM: wall seconds to wait for the worker to be gone
 MAX_WORKER_FAILURES = 3  # worker processes ending with an error of their own (not a crash): the run stops
 
 
@@ -330,6 +331,10 @@ class LiveRun:
                 slot.down_until = now + down_s
                 if slot.proc is not None and slot.proc.is_alive():
                     os.kill(slot.proc.pid, signal.SIGTERM)
+                    # the worker dies where it is, as the simulation's does at once: wait for it
+                    # before the loop goes on, so a job due at this instant is not pushed to a
+                    # consumer that is about to die (RabbitMQ would, and requeue it at its death)
+                    slot.proc.join(DEPLOY_JOIN_WALL_S)
             else:  # down already: it stays down until the later of the two restarts
                 slot.down_until = max(slot.down_until, now + down_s)
                 self.at(slot.down_until, ("restart", slot))
