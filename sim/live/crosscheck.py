@@ -66,7 +66,8 @@ BROKER_QUEUE = {
     "sqs": {"redelivery": "visibility_timeout", "nack_backoff_base_s": 0.0, "nack_backoff_max_s": 0.0},
 }
 # a lifecycle step drawn closer than this (wall s) to its account's deadline is moved to this
-# far before (drawn at or before the deadline) or after it: the live harness's own jitter (the
+# far before (drawn at or before the deadline) or after it, and a rolling deployment takes its
+# workers down at least this far apart (check draws 1 s: 10 wall ms at 0.01): the live harness's own jitter (the
 # parent's 10 ms tick, publish to receive 2 ms (redis) to 77 ms (sqs, a 0.1 s poll) at the median
 # and seconds in the tail on a loaded machine) makes a closer race a coin toss live. Races inside
 # a job's few milliseconds stay `acksim check`'s, in virtual time.
@@ -105,7 +106,8 @@ def for_broker(scenario: Scenario, broker: str, scale: float) -> Scenario:
     """``scenario`` with the simulation's model of ``broker``'s redelivery (``BROKER_QUEUE``),
     the live harness's latencies (``LIVE_LATENCY_WALL_S``), jobs published at their deadlines
     (no broker delay, as the live parent does), lifecycle steps at least ``RACE_GAP_WALL_S``
-    from their account's deadline, and a visibility timeout of at least ``MIN_VISIBILITY_WALL_S[broker]`` wall seconds at time
+    from their account's deadline and a rolling deployment's workers as far apart, and a
+    visibility timeout of at least ``MIN_VISIBILITY_WALL_S[broker]`` wall seconds at time
     scale ``scale`` (whole wall seconds for SQS), so both sides run the same queue. Virtual s."""
     import math
 
@@ -123,6 +125,8 @@ def for_broker(scenario: Scenario, broker: str, scale: float) -> Scenario:
         d = deadline.get(step["account_id"])
         if d is not None and abs(step["at_s"] - d) < gap:
             step["at_s"] = max(0.0, d - gap) if step["at_s"] <= d else d + gap
+    for dep in data["faults"].get("deployments", []):  # one worker down after the other: as far apart
+        dep["worker_down_s"] = max(dep["worker_down_s"], gap)
     lat = LIVE_LATENCY_WALL_S[broker]
     q["ack_latency_s"] = lat["ack"] / scale
     data["scheduler"]["publish_latency_s"] = lat["publish"] / scale
