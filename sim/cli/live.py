@@ -132,7 +132,7 @@ def add_crosscheck_parser(sub) -> None:
 
 def cmd_crosscheck(args) -> int:
     """Run ``acksim crosscheck``; returns 0 when every schedule agrees, 1 otherwise."""
-    from acksim.live.crosscheck import crosscheck_one, livable, pick, write_crosscheck
+    from acksim.live.crosscheck import fit_scale, for_broker, livable, pick, run_rows, write_crosscheck
     from acksim.model.candidates import CANDIDATES
     from acksim.world.processor_ref import load_processor
 
@@ -146,27 +146,34 @@ def cmd_crosscheck(args) -> int:
     load_processor(ref, "--processor")
     out = Path(args.out)
     check_out_dir(out)
-    todo = [(Path(p).stem, "reference" if not args.processor else "--processor", livable(load(p)), ref)
-            for p in args.scenario]
-    for i, (name, sc, _violates) in enumerate(pick(args.runs, args.seed) if args.runs else []):
+    todo = []
+    for p in args.scenario:
+        sc = livable(load(p))
+        scale = fit_scale(sc) if args.time_scale is None else args.time_scale
+        todo.append((Path(p).stem, "reference" if not args.processor else "--processor",
+                     for_broker(sc, args.broker, scale), ref, scale))
+    for i, (name, sc, _violates) in enumerate(pick(args.runs, args.seed, args.broker, args.time_scale)
+                                              if args.runs else []):
         cand = CANDIDATES[name].processor
-        todo.append((f"drawn-{i + 1}", name, sc, f"{cand.__module__}:{cand.__name__}"))
+        scale = fit_scale(sc) if args.time_scale is None else args.time_scale
+        todo.append((f"drawn-{i + 1}", name, sc, f"{cand.__module__}:{cand.__name__}", scale))
+
+    def show(row):
+        print(f"acksim crosscheck: {row.label} ({row.candidate}, scale {row.scale:g}, {row.wall_s:.1f} wall s): "
+              f"{'agree' if row.agrees else 'DISAGREE'}; sim violates "
+              f"{[n for n, v in row.sim.items() if not v['holds']]}, live violates "
+              f"{[n for n, v in row.live.items() if not v['holds']]}"
+              + (f"; live stopped early: {row.live_info.get('stop_reason')}" if row.live_info.get("stop_reason")
+                 else ""), flush=True)
+
     previous = signal.signal(signal.SIGTERM, _terminate)
-    rows = []
     try:
-        for label, cand, sc, pref in todo:
-            row = crosscheck_one(label, cand, sc, pref, args.broker, args.time_scale)
-            rows.append(row)
-            print(f"acksim crosscheck: {label} ({cand}, scale {row.scale:g}): "
-                  f"{'agree' if row.agrees else 'DISAGREE'}; sim violates "
-                  f"{[n for n, v in row.sim.items() if not v['holds']]}, live violates "
-                  f"{[n for n, v in row.live.items() if not v['holds']]}"
-                  + (f"; live stopped early: {row.live_info.get('stop_reason')}" if row.live_info.get("stop_reason")
-                     else ""), flush=True)
+        rows = run_rows(todo, args.broker, show)
     finally:
         signal.signal(signal.SIGTERM, previous)
     doc = write_crosscheck(out, rows, args.broker)
     print(f"crosscheck on {args.broker}: {doc['agreeing']} of {doc['schedules']} schedules agree "
-          f"({doc['agreement_rate']:.0%}); {doc['sim_violating']} violate an invariant in the simulation; "
+          f"({doc['agreement_rate']:.0%}), {doc['verdicts_agreeing']} of {doc['verdicts']} verdicts "
+          f"({doc['verdict_agreement_rate']:.1%}); {doc['sim_violating']} violate an invariant in the simulation; "
           f"report: {out / 'crosscheck.md'}")
     return 0 if doc["agreeing"] == doc["schedules"] else 1

@@ -44,6 +44,8 @@ from acksim.world.renewals import Renewals, plan_workload, planned_workload
 DEFAULT_TIME_SCALE = 0.05  # wall seconds per virtual second
 TICK_S = 0.01  # wall seconds the loop sleeps at most between looks
 POLL_S = 0.1  # wall seconds between looks at the journals and the dead-letter target
+DEPLOY_JOIN_WALL_S = 2.0  # a deployment's SIGTERM: wall seconds to wait for the worker to be gone
+MAX_WORKER_FAILURES = 3  # worker processes ending with an error of their own (not a crash): the run stops
 
 
 class BrokerMissing(ScenarioError):
@@ -141,15 +143,19 @@ class LiveResult:
     live: dict = field(default_factory=dict)
 
 
+_FAULT_ITEMS = frozenset({"deploy", "deploy_one", "pause", "broker_restart"})
+
+
 class LiveRun:
     """One live run (see the module docstring). ``time_scale``: wall s per virtual s;
     ``max_wall_s``: the wall bound (default: the planned span scaled, times 1.5, plus 60 s)."""
 
     def __init__(self, scenario: Scenario, broker: str, processor_ref: str, time_scale: float = DEFAULT_TIME_SCALE,
-                 max_wall_s: float | None = None) -> None:
+                 max_wall_s: float | None = None, running=None, namespace: str = "") -> None:
         check_live_scenario(scenario)
         self.sc, self.kind, self.ref, self.scale = scenario, broker, processor_ref, time_scale
         self.max_wall_s = max_wall_s
+        self.running, self.namespace = running, namespace
         self._heap: list = []
         self._tie = itertools.count()
         self.published: dict[int, tuple[str, int, float]] = {}
@@ -159,24 +165,35 @@ class LiveRun:
         self.worker_failures: list[str] = []
         self.deployments_running = 0
         self._offsets: dict[str, int] = {}
+        self._paused: set[int] = set()  # SIGSTOPped worker pids (resumed before they are killed)
+        self.broker_downtimes: list[float] = []  # wall s of each broker restart, stop to ready
 
     # --- scheduling on the wall clock -----------------------------------------------------
     def at(self, virtual_s: float, item) -> None:
-        heapq.heappush(self._heap, (virtual_s, next(self._tie), item))
+        """Do ``item`` at ``virtual_s``; at one instant faults (deployments, pauses, broker
+        restarts) go first, as in the simulation, where the job published at that instant is
+        only receivable a publish latency later."""
+        first = 0 if item[0] in _FAULT_ITEMS else 1
+        heapq.heappush(self._heap, (virtual_s, first, next(self._tie), item))
 
     def run(self) -> LiveResult:
         with ExitStack() as stack:
             tmp = Path(tempfile.mkdtemp(prefix="acksim-live-"))
             stack.callback(shutil.rmtree, tmp, True)
-            broker = stack.enter_context(broker_context(self.kind))
+            broker = self.running if self.running is not None else stack.enter_context(broker_context(self.kind))
             return self._run(broker, tmp, stack)
 
     def _run(self, broker, tmp: Path, stack: ExitStack) -> LiveResult:
         sc = self.sc
+        self.broker = broker
         wall_start = time.monotonic()
-        transport = make_transport(broker, sc.queue.visibility_timeout_s * self.scale, sc.queue.max_receive_count)
-        transport.declare()
+        no_claimer = sc.queue.redelivery == "claim" and sc.queue.sweep_interval_s == 0
+        transport = make_transport(broker, sc.queue.visibility_timeout_s * self.scale, sc.queue.max_receive_count,
+                                   self.namespace, claim=not no_claimer)
         stack.callback(transport.close)
+        if self.running is not None:  # a shared broker: leave it as found
+            stack.callback(_quietly, transport.drop)
+        transport.declare()
         self.transport = transport
         st = sc.stores
         options = DbOptions("serializable", st.unique_markers, st.unique_outbox_keys)
@@ -205,7 +222,7 @@ class LiveRun:
                              else wl.extension_s[1])
         horizon = planned_end + wl.rollover_delay_s + wl.term_s + longest_extension
         bound = self.max_wall_s if self.max_wall_s is not None else horizon * self.scale * 1.5 + 60.0
-        bound = min(bound, sc.run.max_wall_s)
+        bound = min(bound, sc.run.max_wall_s, sc.run.max_time_s * self.scale)  # run.max_time_s: as the simulation
 
         ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
         self.ctx, self.deliveries, self.stop = ctx, ctx.Value("q", 0), ctx.Event()
@@ -223,7 +240,7 @@ class LiveRun:
         while True:
             now = parent.now()
             while self._heap and self._heap[0][0] <= now:
-                _t, _n, item = heapq.heappop(self._heap)
+                _t, _f, _n, item = heapq.heappop(self._heap)
                 self._do(item, renewals)
             wall = time.monotonic()
             if wall - last_poll >= POLL_S:
@@ -236,9 +253,15 @@ class LiveRun:
                         and not self.deployments_running and self.published.keys() <= self.terminal
                         and not self.holding):
                     break
+            if len(self.worker_failures) >= MAX_WORKER_FAILURES:
+                stop_reason = (f"live: {len(self.worker_failures)} worker processes failed "
+                               f"(first: {self.worker_failures[0]})")
+                break
             if wall - t0 > bound:
                 left = len(self.published.keys() - self.terminal)
-                stop_reason = (f"live: wall bound {bound:g} s reached before the pipeline drained "
+                what = (f"run.max_time_s = {sc.run.max_time_s:g} s" if bound == sc.run.max_time_s * self.scale
+                        else f"wall bound {bound:g} s")
+                stop_reason = (f"live: {what} reached before the pipeline drained "
                                f"({left} message(s) unfinished)")
                 break
             nxt = self._heap[0][0] if self._heap else now + 1.0
@@ -273,7 +296,7 @@ class LiveRun:
 
     # --- the loop's actions ---------------------------------------------------------------
     def _pending_publishes(self) -> bool:
-        return any(item[0] == "publish" for _t, _n, item in self._heap)
+        return any(item[0] == "publish" for _t, _f, _n, item in self._heap)
 
     def _do(self, item, renewals) -> None:
         what = item[0]
@@ -295,7 +318,7 @@ class LiveRun:
         elif what == "deploy":
             self.deployments_running += 1
             self.journal.record("deployment_started", "fault-injector", detail=f"worker_down_s={item[1]}")
-            self.at(self.env.now, ("deploy_one", 0, item[1]))
+            self._do(("deploy_one", 0, item[1]), renewals)  # the first worker at once, before a job due now
         elif what == "deploy_one":
             _w, i, down_s = item
             if i >= len(self.slots):
@@ -308,10 +331,32 @@ class LiveRun:
                 slot.down_until = now + down_s
                 if slot.proc is not None and slot.proc.is_alive():
                     os.kill(slot.proc.pid, signal.SIGTERM)
+                    # the worker dies where it is, as the simulation's does at once: wait for it
+                    # before the loop goes on, so a job due at this instant is not pushed to a
+                    # consumer that is about to die (RabbitMQ would, and requeue it at its death)
+                    slot.proc.join(DEPLOY_JOIN_WALL_S)
             else:  # down already: it stays down until the later of the two restarts
                 slot.down_until = max(slot.down_until, now + down_s)
                 self.at(slot.down_until, ("restart", slot))
             self.at(now + down_s, ("deploy_one", i + 1, down_s))
+        elif what == "pause":  # ("pause", worker index, down_s): SIGSTOP now, SIGCONT down_s later
+            from acksim.live.faults import pause
+
+            _w, i, down_s = item
+            slot = self.slots[i]
+            if slot.proc is not None and slot.proc.is_alive() and pause(slot.proc.pid):
+                self._paused.add(slot.proc.pid)
+                self.at(self.env.now + down_s, ("resume", slot.proc.pid))
+        elif what == "resume":
+            from acksim.live.faults import resume
+
+            self._paused.discard(item[1])
+            resume(item[1])
+        elif what == "broker_restart":  # ("broker_restart", down_s, hard): the server stops and comes back
+            from acksim.live.faults import restart_broker
+
+            _w, down_s, hard = item
+            self.broker_downtimes.append(restart_broker(self.broker, down_s * self.scale, hard))
         elif what == "restart":
             slot = item[1]
             if slot.down_until is not None and slot.down_until <= self.env.now + 1e-9 and not self.stop.is_set():
@@ -387,6 +432,10 @@ class LiveRun:
         self._kill_all()
 
     def _kill_all(self) -> None:
+        from acksim.live.faults import resume
+
+        for pid in list(getattr(self, "_paused", ())):
+            resume(pid)  # a stopped process would not die of SIGTERM; resume before the kill
         for slot in getattr(self, "slots", []):
             p = slot.proc
             if p is not None and p.is_alive():
@@ -407,16 +456,25 @@ class _LiveWorld:
         return (dt - self.scenario.epoch).total_seconds()
 
 
+def _quietly(fn) -> None:
+    try:
+        fn()
+    except Exception:  # noqa: BLE001 - cleaning up a shared broker must not hide the run's own outcome
+        pass
+
+
 def _worker_entry(cfg, deliveries, stop) -> None:
     run_worker(cfg, deliveries, stop)
 
 
 def run_live(scenario: Scenario, broker: str, processor_ref: str, time_scale: float = DEFAULT_TIME_SCALE,
-             max_wall_s: float | None = None) -> LiveResult:
+             max_wall_s: float | None = None, running=None, namespace: str = "") -> LiveResult:
     """Run ``scenario`` live on ``broker`` ("redis", "rabbitmq", "sqs") with the processor
-    ``processor_ref``; see ``LiveRun``. Raises ``ScenarioError`` (``BrokerMissing``) for what
-    cannot run, and whatever the broker raises."""
-    return LiveRun(scenario, broker, processor_ref, time_scale, max_wall_s).run()
+    ``processor_ref``; see ``LiveRun``. ``running``: a broker already started (``broker_context``)
+    to use instead of starting one; the run's queues carry ``namespace`` in their names and are
+    deleted afterwards. Raises ``ScenarioError`` (``BrokerMissing``) for what cannot run, and
+    whatever the broker raises."""
+    return LiveRun(scenario, broker, processor_ref, time_scale, max_wall_s, running, namespace).run()
 
 
 __all__ = ["run_live", "LiveRun", "LiveResult", "BrokerMissing", "DEFAULT_TIME_SCALE", "read_journal"]

@@ -41,13 +41,15 @@ class Received:
     """One delivery from the broker: the harness's ``message_id``, the job ``body`` (a dict:
     account_id, cleanup_version, deadline_s), the broker's ``receive_count`` (1 on the first
     delivery) and ``handle`` (stream entry id, delivery tag or receipt handle). ``dead``: the
-    consumer moved it to the dead-letter target instead of delivering it (Redis only)."""
+    consumer moved it to the dead-letter target instead of delivering it (Redis only);
+    ``claimed``: it was taken from another consumer's pending entries (Redis XAUTOCLAIM)."""
 
     message_id: int
     body: dict
     receive_count: int
     handle: object
     dead: bool = False
+    claimed: bool = False
 
 
 def encode(message_id: int, account_id: str, cleanup_version: int, deadline_s: float) -> str:
@@ -63,10 +65,18 @@ class Transport:
 
     name = ""
 
-    def __init__(self, visibility_s: float, max_receive_count: int) -> None:
+    def __init__(self, visibility_s: float, max_receive_count: int, namespace: str = "") -> None:
         self.visibility_s = visibility_s
         self.max_receive_count = max_receive_count
+        self.namespace = namespace
         self.notes: list[str] = []
+
+    def named(self, base: str, sep: str) -> str:
+        """``base`` with this transport's namespace appended (one broker, many runs)."""
+        return f"{base}{sep}{self.namespace}" if self.namespace else base
+
+    def drop(self) -> None:
+        """Delete this run's queues (streams, exchanges) from the broker; best effort."""
 
     def describe(self) -> dict:
         """What the live section of summary.json says about the queue."""
@@ -82,15 +92,21 @@ class RedisTransport(Transport):
     mechanism = ("stream + consumer group: XREADGROUP >, XAUTOCLAIM (min idle = visibility timeout), "
                  "XPENDING for the delivery count, XACK; dead-letter stream written by the claiming worker")
 
-    def __init__(self, port: int, visibility_s: float, max_receive_count: int) -> None:
-        super().__init__(visibility_s, max_receive_count)
-        self.port = port
+    def __init__(self, port: int, visibility_s: float, max_receive_count: int, namespace: str = "",
+                 claim: bool = True) -> None:
+        super().__init__(visibility_s, max_receive_count, namespace)
+        self.port, self.claim = port, claim
+        if not claim:
+            self.notes.append("no claimer: a dead consumer's pending entries are never taken back (XAUTOCLAIM off)")
+        self.stream, self.group, self.dlq = self.named(STREAM, ":"), GROUP, self.named(DLQ_STREAM, ":")
         self._client = None
         self._seen_dead = 0
 
     def __getstate__(self):
         return {"port": self.port, "visibility_s": self.visibility_s, "max_receive_count": self.max_receive_count,
-                "notes": self.notes}
+                "notes": self.notes, "namespace": self.namespace, "stream": self.stream, "group": self.group,
+                "claim": self.claim,
+                "dlq": self.dlq}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -106,11 +122,11 @@ class RedisTransport(Transport):
     def declare(self) -> None:
         """Create the stream and the consumer group (from the start of the stream)."""
         self._client = self.client()
-        self._client.xgroup_create(STREAM, GROUP, id="0", mkstream=True)
+        self._client.xgroup_create(self.stream, self.group, id="0", mkstream=True)
 
     def publish(self, body: str) -> None:
         """XADD one entry."""
-        self._client.xadd(STREAM, {"body": body})
+        self._client.xadd(self.stream, {"body": body})
 
     def poll_dead_letters(self) -> list[int]:
         """Redis dead-letters in the worker (which records it): nothing to poll."""
@@ -118,7 +134,12 @@ class RedisTransport(Transport):
 
     def dead_letter_ids(self) -> list[int]:
         """Message ids in the dead-letter stream."""
-        return [json.loads(f["body"])["message_id"] for _id, f in self._client.xrange(DLQ_STREAM)]
+        return [json.loads(f["body"])["message_id"] for _id, f in self._client.xrange(self.dlq)]
+
+    def drop(self) -> None:
+        """DEL the stream (with its group) and the dead-letter stream."""
+        if self._client is not None:
+            self._client.delete(self.stream, self.dlq)
 
     def close(self) -> None:
         if self._client is not None:
@@ -140,38 +161,41 @@ class RedisConsumer:
         """A claimed stale entry first (XAUTOCLAIM), else a new one (XREADGROUP, blocking up to
         ``timeout_s``); an entry past ``max_receive_count`` is moved to the dead-letter
         stream and returned with ``dead`` set."""
-        _cursor, claimed, *_deleted = self.r.xautoclaim(STREAM, GROUP, self.name, self.min_idle_ms,
-                                                        start_id="0-0", count=1)
+        t = self.t
+        claimed = []
+        if t.claim:
+            _cursor, claimed, *_deleted = self.r.xautoclaim(t.stream, t.group, self.name, self.min_idle_ms,
+                                                            start_id="0-0", count=1)
         if claimed:
             entry_id, fields = claimed[0]
-            info = self.r.xpending_range(STREAM, GROUP, min=entry_id, max=entry_id, count=1)
+            info = self.r.xpending_range(t.stream, t.group, min=entry_id, max=entry_id, count=1)
             count = info[0]["times_delivered"] if info else 2
-            return self._received(entry_id, fields, count)
-        got = self.r.xreadgroup(GROUP, self.name, {STREAM: ">"}, count=1, block=max(1, int(timeout_s * 1000)))
+            return self._received(entry_id, fields, count, claimed=True)
+        got = self.r.xreadgroup(t.group, self.name, {t.stream: ">"}, count=1, block=max(1, int(timeout_s * 1000)))
         if not got:
             return None
         entry_id, fields = got[0][1][0]
         return self._received(entry_id, fields, 1)
 
-    def _received(self, entry_id: str, fields: dict, count: int) -> Received:
+    def _received(self, entry_id: str, fields: dict, count: int, claimed: bool = False) -> Received:
         body = json.loads(fields["body"])
         mrc = self.t.max_receive_count
         if mrc and count > mrc:
             pipe = self.r.pipeline(transaction=True)
-            pipe.xadd(DLQ_STREAM, {"body": fields["body"]})
-            pipe.xack(STREAM, GROUP, entry_id)
+            pipe.xadd(self.t.dlq, {"body": fields["body"]})
+            pipe.xack(self.t.stream, self.t.group, entry_id)
             pipe.execute()
-            return Received(body["message_id"], body, count, entry_id, dead=True)
-        return Received(body["message_id"], body, count, entry_id)
+            return Received(body["message_id"], body, count, entry_id, dead=True, claimed=claimed)
+        return Received(body["message_id"], body, count, entry_id, claimed=claimed)
 
     def ack(self, d: Received) -> bool:
         """XACK; False when nothing was acked (another consumer's ack came first: stale)."""
-        return bool(self.r.xack(STREAM, GROUP, d.handle))
+        return bool(self.r.xack(self.t.stream, self.t.group, d.handle))
 
     def nack(self, d: Received, backoff_s: float) -> None:
         """Make the entry claimable after ``backoff_s`` (XCLAIM with IDLE, JUSTID: no count)."""
         idle = max(0, self.min_idle_ms - int(backoff_s * 1000))
-        self.r.xclaim(STREAM, GROUP, self.name, 0, [d.handle], idle=idle, justid=True)
+        self.r.xclaim(self.t.stream, self.t.group, self.name, 0, [d.handle], idle=idle, justid=True)
 
     def close(self) -> None:
         self.r.close()
@@ -185,9 +209,10 @@ class RabbitTransport(Transport):
     mechanism = ("quorum queue, basic_consume with manual acks and prefetch 1, x-delivery-limit, "
                  "dead-letter exchange; redelivery when the consumer's connection closes or on nack")
 
-    def __init__(self, port: int, visibility_s: float, max_receive_count: int) -> None:
-        super().__init__(visibility_s, max_receive_count)
+    def __init__(self, port: int, visibility_s: float, max_receive_count: int, namespace: str = "") -> None:
+        super().__init__(visibility_s, max_receive_count, namespace)
         self.port = port
+        self.queue, self.dlx, self.dlq = (self.named(n, ".") for n in (RABBIT_QUEUE, RABBIT_DLX, RABBIT_DLQ))
         self._conn = self._ch = None
         self.notes.append("RabbitMQ has no visibility timeout: an unacked message returns when its "
                           "consumer's connection closes (a killed worker) or it is nacked")
@@ -195,7 +220,8 @@ class RabbitTransport(Transport):
 
     def __getstate__(self):
         return {"port": self.port, "visibility_s": self.visibility_s, "max_receive_count": self.max_receive_count,
-                "notes": self.notes}
+                "notes": self.notes, "namespace": self.namespace, "queue": self.queue, "dlx": self.dlx,
+                "dlq": self.dlq}
 
     def __setstate__(self, state):
         self.__dict__.update(state)
@@ -212,33 +238,40 @@ class RabbitTransport(Transport):
         """Declare the dead-letter exchange and queue, and the quorum job queue."""
         self._conn = self.connect()
         ch = self._ch = self._conn.channel()
-        ch.exchange_declare(RABBIT_DLX, exchange_type="fanout", durable=True)
-        ch.queue_declare(RABBIT_DLQ, durable=True, arguments={"x-queue-type": "quorum"})
-        ch.queue_bind(RABBIT_DLQ, RABBIT_DLX)
+        ch.exchange_declare(self.dlx, exchange_type="fanout", durable=True)
+        ch.queue_declare(self.dlq, durable=True, arguments={"x-queue-type": "quorum"})
+        ch.queue_bind(self.dlq, self.dlx)
         args = {"x-queue-type": "quorum"}
         if self.max_receive_count:
-            args.update({"x-delivery-limit": max(0, self.max_receive_count - 1), "x-dead-letter-exchange": RABBIT_DLX})
-        ch.queue_declare(RABBIT_QUEUE, durable=True, arguments=args)
+            args.update({"x-delivery-limit": max(0, self.max_receive_count - 1), "x-dead-letter-exchange": self.dlx})
+        ch.queue_declare(self.queue, durable=True, arguments=args)
         ch.confirm_delivery()
 
     def publish(self, body: str) -> None:
         """basic_publish, persistent, confirmed."""
         import pika
 
-        self._ch.basic_publish("", RABBIT_QUEUE, body.encode(), pika.BasicProperties(delivery_mode=2),
+        self._ch.basic_publish("", self.queue, body.encode(), pika.BasicProperties(delivery_mode=2),
                                mandatory=True)
 
     def poll_dead_letters(self) -> list[int]:
         """Message ids that reached the dead-letter queue since the last poll (consumed)."""
         out = []
         while True:
-            method, _props, body = self._ch.basic_get(RABBIT_DLQ, auto_ack=True)
+            method, _props, body = self._ch.basic_get(self.dlq, auto_ack=True)
             if method is None:
                 return out
             out.append(json.loads(body)["message_id"])
 
     def dead_letter_ids(self) -> list[int]:
         return self.poll_dead_letters()
+
+    def drop(self) -> None:
+        """Delete the job queue, the dead-letter queue and exchange."""
+        if self._ch is not None and self._ch.is_open:
+            self._ch.queue_delete(self.queue)
+            self._ch.queue_delete(self.dlq)
+            self._ch.exchange_delete(self.dlx)
 
     def close(self) -> None:
         if self._conn is not None and self._conn.is_open:
@@ -252,6 +285,7 @@ class RabbitConsumer:
     """One worker's consumer: its own connection, prefetch 1, manual acks."""
 
     def __init__(self, t: RabbitTransport, name: str) -> None:
+        self.t = t
         self.conn = t.connect()
         self.ch = self.conn.channel()
         self.ch.basic_qos(prefetch_count=1)
@@ -260,7 +294,7 @@ class RabbitConsumer:
     def receive(self, timeout_s: float) -> Received | None:
         """The next delivery, or None after ``timeout_s`` without one."""
         if self._gen is None:
-            self._gen = self.ch.consume(RABBIT_QUEUE, auto_ack=False, inactivity_timeout=timeout_s)
+            self._gen = self.ch.consume(self.t.queue, auto_ack=False, inactivity_timeout=timeout_s)
         method, props, body = next(self._gen)
         if method is None:
             return None
@@ -292,9 +326,9 @@ class SqsTransport(Transport):
     mechanism = ("ReceiveMessage / DeleteMessage / ChangeMessageVisibility, ApproximateReceiveCount, "
                  "RedrivePolicy maxReceiveCount to a dead-letter queue")
 
-    def __init__(self, endpoint_url: str, visibility_s: float, max_receive_count: int) -> None:
+    def __init__(self, endpoint_url: str, visibility_s: float, max_receive_count: int, namespace: str = "") -> None:
         whole = max(1, int(round(visibility_s)))
-        super().__init__(float(whole), max_receive_count)
+        super().__init__(float(whole), max_receive_count, namespace)
         self.endpoint_url = endpoint_url
         self.queue_url = self.dlq_url = ""
         if whole != visibility_s:
@@ -304,7 +338,7 @@ class SqsTransport(Transport):
 
     def __getstate__(self):
         return {"endpoint_url": self.endpoint_url, "visibility_s": self.visibility_s,
-                "max_receive_count": self.max_receive_count, "notes": self.notes,
+                "max_receive_count": self.max_receive_count, "notes": self.notes, "namespace": self.namespace,
                 "queue_url": self.queue_url, "dlq_url": self.dlq_url}
 
     def __setstate__(self, state):
@@ -319,13 +353,13 @@ class SqsTransport(Transport):
     def declare(self) -> None:
         """Create the dead-letter queue and the job queue with its redrive policy."""
         c = self._client = self.client()
-        self.dlq_url = c.create_queue(QueueName=SQS_DLQ)["QueueUrl"]
+        self.dlq_url = c.create_queue(QueueName=self.named(SQS_DLQ, "-"))["QueueUrl"]
         attrs = {"VisibilityTimeout": str(int(self.visibility_s))}
         if self.max_receive_count:
             arn = c.get_queue_attributes(QueueUrl=self.dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
             attrs["RedrivePolicy"] = json.dumps({"deadLetterTargetArn": arn,
                                                  "maxReceiveCount": str(self.max_receive_count)})
-        self.queue_url = c.create_queue(QueueName=SQS_QUEUE, Attributes=attrs)["QueueUrl"]
+        self.queue_url = c.create_queue(QueueName=self.named(SQS_QUEUE, "-"), Attributes=attrs)["QueueUrl"]
 
     def publish(self, body: str) -> None:
         self._client.send_message(QueueUrl=self.queue_url, MessageBody=body)
@@ -345,6 +379,13 @@ class SqsTransport(Transport):
     def dead_letter_ids(self) -> list[int]:
         self.poll_dead_letters()
         return sorted(self._dead)
+
+    def drop(self) -> None:
+        """DeleteQueue both queues."""
+        if self._client is not None:
+            for url in (self.queue_url, self.dlq_url):
+                if url:
+                    self._client.delete_queue(QueueUrl=url)
 
     def close(self) -> None:
         pass
@@ -384,11 +425,14 @@ class SqsConsumer:
         pass
 
 
-def make_transport(broker, visibility_s: float, max_receive_count: int) -> Transport:
+def make_transport(broker, visibility_s: float, max_receive_count: int, namespace: str = "",
+                   claim: bool = True) -> Transport:
     """The transport for a running ``broker`` (its ``kind`` names it). ``visibility_s`` in
-    wall seconds (the scenario's, scaled)."""
+    wall seconds (the scenario's, scaled); ``namespace`` (letters, digits, dashes) is appended
+    to every queue name, so runs sharing one broker never meet. ``claim`` False: Redis workers
+    never XAUTOCLAIM (a group without a claimer)."""
     if broker.kind == "redis":
-        return RedisTransport(broker.port, visibility_s, max_receive_count)
+        return RedisTransport(broker.port, visibility_s, max_receive_count, namespace, claim)
     if broker.kind == "rabbitmq":
-        return RabbitTransport(broker.port, visibility_s, max_receive_count)
-    return SqsTransport(broker.endpoint_url, visibility_s, max_receive_count)
+        return RabbitTransport(broker.port, visibility_s, max_receive_count, namespace)
+    return SqsTransport(broker.endpoint_url, visibility_s, max_receive_count, namespace)

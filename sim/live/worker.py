@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -86,13 +87,25 @@ def run_worker(cfg: WorkerConfig, deliveries, stop) -> None:
         got = consumer.receive(0.1)
         if got is None:
             continue
-        with deliveries.get_lock():
+        with _deployment_held(), deliveries.get_lock():  # killed holding the lock, it would stop every worker
             deliveries.value += 1
             number = deliveries.value
         w.handle(got, number)
     consumer.close()
     session.close()
     journal.close()
+
+
+@contextmanager
+def _deployment_held():
+    """Hold SIGTERM (a deployment) for the block: a commit or an ack and the records of it
+    happen together, or not at all, so the history never misses what SQLite or the broker
+    took. A pending SIGTERM is delivered when the block ends (the worker dies right after)."""
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _fields(d) -> dict:
@@ -118,6 +131,9 @@ class Worker:
     def handle(self, d, number: int) -> None:
         """One delivery, as ``acksim.world.worker._handle``."""
         self.state["delivery"] = d
+        if d.claimed:  # taken from a consumer that went quiet: the claim ended its lease
+            self.j.record("visibility_expired", self.name, **{**_fields(d), "receive_count": d.receive_count - 1},
+                          deadline=d.body["deadline_s"], detail="claimed")
         if d.dead:
             self.rec("dead_lettered", d, detail="max_receive_count")
             self.state["delivery"] = None
@@ -164,11 +180,12 @@ class Worker:
                 if isinstance(error, ProcessorHung):
                     raise error
                 if error is None and unit_of_work:
-                    at = time.monotonic()  # the write lock is held (if it wrote): commit order = time order
-                    writes = s.commit()
-                    self.state["in_tx"] = False
-                    self.rec("tx_committed", d, at=at, detail=str(len(writes)))
-                    self.writes(d, writes, at)
+                    with _deployment_held():  # a commit and its records are one step for a SIGTERM
+                        at = time.monotonic()  # the write lock is held (if it wrote): commit order = time order
+                        writes = s.commit()
+                        self.state["in_tx"] = False
+                        self.rec("tx_committed", d, at=at, detail=str(len(writes)))
+                        self.writes(d, writes, at)
             except ConflictError as exc:
                 error = exc
             except ProcessorHung as exc:
@@ -204,10 +221,11 @@ class Worker:
     def ack(self, d, number: int) -> None:
         if self.plan.crash(self.rng, number, "during_ack"):
             self.die("during_ack")
-        acked = self.consumer.ack(d)
-        self.rec("acked" if acked else "ack_stale", d)
-        if self.sc.workers.ack_policy == "after_commit":
-            self.state["delivery"] = None  # a deployment from here on holds nothing
+        with _deployment_held():  # an ack the broker took is recorded before a SIGTERM can end us
+            acked = self.consumer.ack(d)
+            self.rec("acked" if acked else "ack_stale", d)
+            if self.sc.workers.ack_policy == "after_commit":
+                self.state["delivery"] = None  # a deployment from here on holds nothing
 
     def writes(self, d, writes, at: float | None = None) -> None:
         """Record what SQLite committed (ground truth), as ``acksim.world.worker._record_writes``."""

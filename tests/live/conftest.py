@@ -2,6 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
+
+@pytest.fixture
+def need():
+    """``need(broker)``: skip (or, with ACKSIM_REQUIRE_LIVE=1, fail) when ``broker`` cannot run here."""
+    from test_live import need as _need
+
+    return _need
+
 
 def pytest_terminal_summary(terminalreporter):
     skipped = [r for r in terminalreporter.stats.get("skipped", []) if "live test did not run" in str(r.longrepr)]

@@ -195,3 +195,48 @@ def test_crosscheck_writes_a_row_per_schedule(tmp_path, capsys):
     assert md.startswith("# acksim crosscheck: simulation vs redis ") and "| drawn-2 | naive |" in md
     assert f"{doc['agreeing']} of 3 schedules agree on every invariant" in md
     assert "crosscheck on redis: " in capsys.readouterr().out
+
+
+def test_for_broker_runs_the_brokers_mechanism_on_both_sides():
+    from acksim.live.crosscheck import compact, for_broker, livable, wall_bound_s, within
+    from acksim.search.check import base_scenario
+
+    plan = {"accounts": [{"account_id": "a1", "deadline_s": 100.0}],
+            "steps": [{"at_s": 100.002, "kind": "renew", "account_id": "a1"},
+                      {"at_s": 100.0, "kind": "delete", "account_id": "a1"},
+                      {"at_s": 40.0, "kind": "extend", "account_id": "a1", "amount_s": 3600.0}]}
+    sc = compact(livable(base_scenario(None, {"plan": plan, "faults": {"deployments": [
+        {"at_s": 100.0, "worker_down_s": 1.0}]}})))
+    assert [s.amount_s for s in sc.plan.steps] == [0.0, 0.0, 600.0]  # extensions cut to 600 s
+    r = for_broker(sc, "redis", 0.01)
+    q = r.queue
+    # min idle at least 2 wall s (200 virtual s at 0.01); claimed at the workers' 0.1 s poll
+    assert (q.redelivery, q.visibility_timeout_s, q.sweep_interval_s, q.max_delay_s) == ("claim", 200.0, 10.0, 0.0)
+    # steps within 0.25 wall s (25 virtual s) of the deadline moved out of the race, keeping their side
+    assert [s.at_s for s in r.plan.steps] == [125.0, 75.0, 40.0]
+    assert [d.worker_down_s for d in r.faults.deployments] == [25.0]  # workers down 0.25 wall s apart
+    assert round(r.stores.latency_mean_s, 6) == 0.01 and round(r.scheduler.publish_latency_s, 6) == 0.24
+    s = for_broker(sc, "sqs", 0.03)
+    assert (s.queue.redelivery, round(s.queue.visibility_timeout_s * 0.03, 9)) == ("visibility_timeout", 2.0)
+    assert round(for_broker(sc, "sqs", 0.003).queue.visibility_timeout_s * 0.003, 9) == 2.0  # whole wall seconds
+    m = for_broker(sc, "rabbitmq", 0.01).queue
+    assert (m.redelivery, m.disconnect_detect_s, m.requeue_at_head, m.nack_backoff_base_s) == (
+        "consumer_death", 0.0, True, 0.0)
+    crashes = r.workers.count  # a deployment: each worker once
+    assert wall_bound_s(r, 0.01) == pytest.approx((640.0 + 125.0) * 0.01 * 1.5 + crashes * 2.0 + 20.0)
+    assert within(10, 12, 2, 0.25) and not within(10, 13, 2, 0.25) and within(100, 125, 2, 0.25)
+    assert within(None, None, 1, 0.5) and not within(None, 3.0, 1, 0.5)
+
+
+def test_at_one_instant_a_fault_goes_before_the_job_published_then():
+    import heapq
+
+    from acksim.live.run import LiveRun
+    from acksim.scenario import load
+
+    r = LiveRun(load(SCENARIO), "redis", "acksim.model.processor:process")
+    r.at(10.0, ("publish", "a1", 1, 10.0))
+    r.at(10.0, ("step", None))
+    r.at(10.0, ("deploy", 1.0))
+    r.at(9.5, ("publish", "a2", 1, 9.5))
+    assert [heapq.heappop(r._heap)[-1][0] for _ in range(4)] == ["publish", "deploy", "publish", "step"]
