@@ -142,3 +142,20 @@ def test_the_parent_ignores_signals_meant_for_its_child():
 
     with Child(target, keep=False) as child, pytest.raises(Died, match="killed by SIGTERM"):
         child.call(None)  # the parent (this test's process) lives on
+
+
+def test_an_interrupt_during_world_set_up_leaves_no_temporary_folder(tmp_path, monkeypatch):
+    import tempfile
+
+    from acksim.world import core
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(core, "Scheduler", interrupted)  # a signal arriving mid-way through __init__
+    data = tiny("acksim.model.processor:process").model_dump(exclude_none=True)
+    data["stores"]["backend"] = "sqlite"
+    with pytest.raises(KeyboardInterrupt):
+        core.World(parse(data, "test"))
+    assert list(tmp_path.iterdir()) == []

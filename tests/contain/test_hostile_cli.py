@@ -15,6 +15,7 @@ import pytest
 
 HERE = Path(__file__).parent
 TINY = HERE / "tiny.toml"
+SMOKE = HERE.parent.parent / "scenarios" / "smoke.toml"
 ACKSIM = [sys.executable, "-m", "acksim"]
 
 # module: (exit code, what names the finding in summary.json's reasons, a phrase of its text)
@@ -104,7 +105,8 @@ def test_from_time_import_sleep_passes_virtual_time(tmp_path):
 
 @pytest.mark.timeout(90)
 def test_a_del_that_loops_in_the_harness_is_killed_as_hung(tmp_path):
-    done, seconds = acksim("run", str(TINY), "--processor", "hostile.loops_in_del:process",
+    # enough allocations (300 accounts on SQLite) that the garbage collector runs inside the harness
+    done, seconds = acksim("run", str(SMOKE), "--processor", "hostile.loops_in_del:process",
                            "--out", str(tmp_path / "r"), timeout=80)
     assert done.returncode == 1, done.stderr[-2000:]
     summary = summary_of(tmp_path / "r")
