@@ -46,6 +46,7 @@ from typing import Any, Callable
 GRACE_S = 2.0  # wall seconds past a step's budget before the parent kills the child
 QUIET_S = 30.0  # wall seconds the child's harness may go without a sign of life outside steps
 POLL_S = 0.1  # how often the parent looks at the shared clock while it waits
+PICKLING_S = 3600.0  # what a sign of life before pickling the answer counts for (a history of millions of records)
 _PR_SET_PDEATHSIG = 1
 
 
@@ -251,6 +252,7 @@ def _child_main(conn, target, slots) -> None:
                     and t.name != "acksim-watchdog"]
             threads = tuple(t.name for t in left if not t.daemon)
             message = (*reply[:2], threads, reply[2])
+            slots[2] = time.monotonic() + PICKLING_S  # no user code runs while the answer is pickled and sent
             try:
                 data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
             except BaseException as exc:  # noqa: BLE001 - an unpicklable value or exception
