@@ -41,6 +41,12 @@ class Record:
     visible_at: float | None = None
     detail: str = ""
 
+    def __reduce__(self):
+        """Pickled as its fields, in order (a supervised child sends whole histories,
+        ``acksim.world.contain``): several times faster than the dataclass default."""
+        return Record, (self.time, self.seq, self.kind, self.actor, self.message_id, self.account_id,
+                        self.cleanup_version, self.receive_count, self.deadline, self.visible_at, self.detail)
+
 
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Record))
 

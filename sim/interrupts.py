@@ -8,8 +8,9 @@ handler notes that a signal arrived; a ``KeyboardInterrupt`` out of processor co
 signal noted is the processor's own doing, judged as a processor error (exit 1), not an
 interrupt (``acksim.world.interleave``). Outside ``handled()`` (acksim used as a library,
 the pytest plugin) no handler of ours is installed and every ``KeyboardInterrupt`` is taken
-as the user's. Limit: a processor that sends itself SIGINT or SIGTERM (``os.kill``) cannot
-be told from the user and reads as an interrupt.
+as the user's. The code under test runs in a supervised child process outside the command's
+process group (``acksim.world.contain``): a SIGINT or SIGTERM it sends its own process kills
+that child, a finding, never read as the user's.
 
 Pool workers (``acksim sweep``, ``acksim compare``) start with ``in_worker``: Ctrl-C at a
 terminal reaches the whole process group, and the parent alone acts on it; the parent then

@@ -89,20 +89,13 @@ def run_preset(scenario: Scenario) -> dict:
     ``preset``, ``passed``, ``verdict`` and ``reasons`` (as summary.json has them),
     ``invariants`` {name: holds}, ``violations`` {name: count},
     ``slo`` {figure: {value, n, censored, threshold, met}} (virtual seconds, counts), ``counts`` (the
-    ``KEY_COUNTS``) and ``hazard`` {text, witnesses}. As ``simulate``, except that a processor
-    that hangs ends the run and is judged on what happened (as ``acksim run`` does). Raises
-    what ``World`` raises for an impossible configuration."""
-    from acksim.world.interleave import ProcessorHung
+    ``KEY_COUNTS``) and ``hazard`` {text, witnesses}. As ``simulate``: the world runs in a
+    supervised child process, and a processor that hangs ends the run, judged on what happened
+    (as ``acksim run`` does). Raises what ``World`` raises for an impossible configuration."""
     from acksim.judges.summary import build_summary, passed
-    from acksim.world.core import World
+    from acksim.world.core import simulate
 
-    world = World(scenario)
-    try:
-        outcome = world.run()
-    except ProcessorHung:
-        outcome = world.outcome()
-    finally:
-        world.close()
+    outcome = simulate(scenario)
     summary = build_summary(scenario, outcome)
     counts = {**summary["counts"], "redeliveries": int(summary["slo"]["redeliveries"]["value"])}
     preset = PRESETS[scenario.queue.preset]

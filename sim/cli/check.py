@@ -19,7 +19,8 @@ from acksim.search.check import FINDINGS, PROCESSOR_FINDINGS, base_scenario, his
 from acksim.judges.hazards import HAZARDS
 from acksim.report.junit import check_junit_path, check_suite, write_junit
 from acksim.report.outdir import UsageError, check_out_dir, safe_name
-from acksim.world.processor_ref import canonical_ref, load_processor, processor_folder
+from acksim.world.processor_ref import canonical_ref, processor_folder
+from acksim.world.supervised import check_loads
 from acksim.report.plots.counterexample import plot_counterexample
 from acksim.scenario import load
 
@@ -72,7 +73,7 @@ def cmd_check(args) -> int:
             design.setdefault(section, {})[key] = {"on": True, "off": False}.get(value, value)
     base = base_scenario(load(args.scenario) if args.scenario else None, design)
     ref = ref or base.processor
-    load_processor(ref, "--processor", path=base.processor_path)  # bad input: exit 2
+    check_loads(ref, "--processor", path=base.processor_path)  # bad input: exit 2 (loaded in a child)
     folder = base.processor_path or processor_folder(ref)
     ref = canonical_ref(ref)  # a replay file must load it from anywhere
     out = Path(args.out)
@@ -271,7 +272,7 @@ def replay_verdict(scenario, history, summary) -> str:
     """One line: did this run reproduce what the replay file recorded?"""
     expect = scenario.expect
     violated = tuple(n for n, v in summary["invariants"].items() if not v["holds"])
-    errors = bool(summary["counts"].get("processor_errors"))
+    errors = bool(summary["counts"].get("processor_errors") or summary.get("contained"))
     same_history = not expect.history_sha256 or history_digest(history) == expect.history_sha256
     if violated == tuple(expect.violated) and errors == expect.processor_error and same_history:
         return (f"replay: reproduced ({', '.join(violated) or 'no violation'}"

@@ -133,31 +133,34 @@ def cmd_run(args) -> int:
     from acksim.judges.summary import build_summary, passed, reasons_text
     from acksim.report import write_report
     from acksim.report.junit import check_junit_path, run_suite
-    from acksim.world.core import World
-    from acksim.world.interleave import ProcessorHung
-    from acksim.world.processor_ref import load_processor
+    from acksim.world.supervised import check_loads, run_world
 
     if scenario.fanout.updates:
         return _run_fanout(scenario, args)
     ref = args.processor or scenario.processor
-    load_processor(ref, "--processor" if args.processor else "processor", path=scenario.processor_path)  # bad input: exit 2
+    check_loads(ref, "--processor" if args.processor else "processor", path=scenario.processor_path)  # exit 2
     out = Path(args.out) if args.out is not None else default_out(args.scenario, scenario)
     check_out_dir(out)
     if args.junit_xml:
         check_junit_path(args.junit_xml, out=out)
-    world = World(scenario, ref)  # by reference: each worker start gets a fresh copy of the code
-    update, close = _progress_bar(world._planned_end())
-    world.progress = update
-    try:  # SIGTERM and Ctrl-C unwind (main: acksim.interrupts), so the temporary stores go
-        outcome = world.run()
-    except ProcessorHung:
-        outcome = world.outcome()  # the processor_error record says why; report what happened
+    bar: dict = {}
+
+    def planned_end(end_s: float) -> None:
+        bar["update"], bar["close"] = _progress_bar(end_s)
+
+    # the world runs in a supervised child (acksim.world.supervised), by reference: each worker
+    # start gets a fresh copy of the code; SIGTERM and Ctrl-C kill the child and unwind here
+    tty = sys.stderr.isatty()
+    try:
+        run = run_world(scenario, ref, planned_end=planned_end if tty else None,
+                        progress=(lambda now: bar.get("update") and bar["update"](now)) if tty else None)
     finally:
-        close()
-        world.close()
-    if world.import_error is not None:  # a broken environment: no verdict, no report
+        if bar.get("close"):
+            bar["close"]()
+    outcome = run.outcome
+    if run.import_error is not None:  # a broken environment: no verdict, no report
         raise ScenarioError(f"{'--processor' if args.processor else 'processor'}: the processor raised "
-                            f"{world.import_error} while running; install what it imports (exit 2, no verdict)")
+                            f"{run.import_error} while running; install what it imports (exit 2, no verdict)")
     summary = build_summary(scenario, outcome, args.processor)
     replay = replay_lines(scenario, outcome.history, summary) if scenario.expect is not None else []
     verdict = (f"{summary['verdict']}: {scenario.name} seed {scenario.seed}: "
@@ -169,9 +172,10 @@ def cmd_run(args) -> int:
     except OSError as exc:
         raise _not_written(verdict, exc, f"the report {shown_path(out)}") from None
     ok = passed(summary)
-    for when, worker, mid, text in world.processor_errors[:1]:
-        print(f"acksim: the processor raised an error of its own ({len(world.processor_errors)} in all); "
+    for when, worker, mid, text in run.processor_errors[:1] if not run.contained else ():  # (said below)
+        print(f"acksim: the processor raised an error of its own ({len(run.processor_errors)} in all); "
               f"the first, at {when:.4f} s in {worker} on message {mid}:\n{text.rstrip()}", file=sys.stderr)
+    threads_warning(run.threads)
     if replay:
         print(replay[0])
     if outcome.final.stopped_early:
@@ -180,6 +184,16 @@ def cmd_run(args) -> int:
     print(f"{verdict}; report: {shown_path(out)}")
     _junit(args, [run_suite(summary)])
     return 0 if ok else 1
+
+
+def threads_warning(threads: tuple[str, ...]) -> None:
+    """One line on stderr when the processor left non-daemon threads running (``threads``,
+    their names): they were stopped with its supervised worker process, not waited for."""
+    if threads:
+        names = sorted(set(threads))
+        shown = ", ".join(one_line(n) for n in names[:5]) + (", ..." if len(names) > 5 else "")
+        print(f"acksim: warning: the processor left {len(threads)} non-daemon thread(s) running ({shown}); "
+              "they were stopped with its worker process", file=sys.stderr)
 
 
 def _not_written(verdict: str, exc: OSError, what: str) -> OutputError:
@@ -203,21 +217,18 @@ def _run_fanout(scenario, args) -> int:
     from acksim.judges.fanout import build_fanout_summary
     from acksim.report import write_report
     from acksim.report.junit import check_junit_path, run_suite
-    from acksim.world.fanout import FANOUT_PARAMS, FanoutWorld
-    from acksim.world.processor_ref import load_processor
+    from acksim.world.fanout import FANOUT_PARAMS
+    from acksim.world.supervised import check_loads, run_world
     from acksim.judges.summary import passed, reasons_text
 
     ref, field = (args.processor, "--processor") if args.processor else (scenario.fanout.processor, "fanout.processor")
-    load_processor(ref, field, FANOUT_PARAMS, path=scenario.processor_path)  # bad input: exit 2
+    check_loads(ref, field, FANOUT_PARAMS, path=scenario.processor_path)  # bad input: exit 2 (loaded in a child)
     out = Path(args.out) if args.out is not None else Path("reports") / safe_name(scenario.name)
     check_out_dir(out)
     if args.junit_xml:
         check_junit_path(args.junit_xml, out=out)
-    world = FanoutWorld(scenario, ref)
-    try:
-        outcome = world.run()
-    finally:
-        world.close()
+    run = run_world(scenario, ref, fanout=True)  # in a supervised child, as acksim.world.supervised says
+    outcome = run.outcome
     summary = build_fanout_summary(scenario, outcome, args.processor)
     c = summary["counts"]
     verdict = (f"{summary['verdict']}: {scenario.name} seed {scenario.seed}: {c['updates']} updates x "

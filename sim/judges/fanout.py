@@ -15,7 +15,7 @@ from collections import Counter
 from acksim.history import Record
 from acksim.judges.invariants import check_all
 from acksim.judges.slo import slo_section
-from acksim.judges.summary import parameters, with_verdict
+from acksim.judges.summary import contained_section, parameters, with_verdict
 from acksim.scenario import Scenario
 from acksim.world.core import FinalState, Outcome
 
@@ -109,4 +109,4 @@ def build_fanout_summary(scenario: Scenario, outcome: Outcome, processor: str | 
     return with_verdict({"scenario": scenario.name, "seed": scenario.seed, "invariants": invariants,
                          "slo": slo_section(h, scenario.slo.thresholds()), "counts": counts,
                          "parameters": parameters(scenario, processor),
-                         "stop_reason": outcome.final.stop_reason})
+                         "stop_reason": outcome.final.stop_reason, **contained_section(outcome.final)})

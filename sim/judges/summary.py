@@ -201,7 +201,18 @@ def build_summary(scenario: Scenario, outcome: Outcome, processor: str | None = 
         "counts": {**counts(history), "stopped_early": int(outcome.final.stopped_early)},
         "parameters": parameters(scenario, processor),
         "stop_reason": outcome.final.stop_reason,
+        **contained_section(outcome.final),
     })
+
+
+def contained_section(final) -> dict:
+    """``{"contained": {"finding", "text"}}`` when the run's supervised child process died or
+    was killed (``FinalState.contained``: ``processor_killed_worker`` or ``processor_hung``;
+    the text is its ``stop_reason``), else ``{}``: the key is there only then."""
+    finding = getattr(final, "contained", "")
+    if not finding:
+        return {}
+    return {"contained": {"finding": finding, "text": final.stop_reason}}
 
 
 def with_verdict(summary: Mapping[str, Any]) -> dict:
@@ -221,7 +232,8 @@ def judge(summary: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     name and violation count), ``slo`` (a missed threshold: value against threshold),
     ``no_sample`` (a figure with a threshold and no sample), ``processor_errors`` (the
     processor raised errors of its own: an unexpected exception of the code under test is a
-    finding; threshold 0, always) and ``stopped_early`` (a guard of ``[run]`` stopped the run
+    finding; threshold 0, always; named ``processor_killed_worker`` or ``processor_hung`` when
+    the processor's process died or was killed, ``contained``; then no ``stopped_early``) and ``stopped_early`` (a guard of ``[run]`` stopped the run
     before the pipeline drained, as ``stop_reason`` says: a run that never drained cannot be
     judged)."""
     from acksim.report.tables import format_figure
@@ -249,7 +261,10 @@ def judge(summary: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     if errors:
         reasons.append({"kind": "processor_errors", "name": "processor_errors",
                         "text": f"the processor raised {errors} error(s) of its own"})
-    if counts.get("stopped_early"):
+    contained = summary.get("contained")
+    if contained:
+        reasons.append({"kind": "processor_errors", "name": contained["finding"], "text": contained["text"]})
+    if counts.get("stopped_early") and not contained:  # a dead process: said once, just above
         reasons.append({"kind": "stopped_early", "name": "stopped_early",
                         "text": f"stopped early: {summary.get('stop_reason') or 'before the pipeline drained'}"})
     return ("FAIL" if reasons else "PASS"), reasons

@@ -8,14 +8,16 @@ from typing import Callable
 
 
 def check(processor: Callable | str, *, scenario: str | Path | None = None, max_examples: int = 40,
-          seed: int = 0, database: Path | None = None, **design):
+          seed: int = 0, database: Path | None = None, contained: bool = True, **design):
     """Search fault schedules around a base scenario for findings of ``processor``.
 
     ``processor``: a callable taking ``(job, accounts, cleanup_store, outbox)`` or a reference
     (``package.module:function`` or ``path/to/file.py:function``); ``scenario``: a base
     scenario file (default: acksim's small base); ``max_examples``: examples per search round;
     ``seed``: Hypothesis's generation seed; ``database``: an example-database folder (None:
-    none); ``design``: any of ``ack_policy``, ``transaction_scope``, ``isolation``, ``backend``,
+    none); ``contained``: run the examples in a supervised child process (the default;
+    False runs them in this process, where a processor's ``os._exit`` or blocking call ends
+    or hangs the caller too); ``design``: any of ``ack_policy``, ``transaction_scope``, ``isolation``, ``backend``,
     ``unique_markers``, ``unique_outbox_keys``. Returns ``(report, ref, base)``: the
     ``CheckReport`` (``findings``, ``coverage``, ``examples``), the processor's reference as a
     replay file names it, and the base scenario. Raises ``ScenarioError`` for bad input (an
@@ -24,7 +26,8 @@ def check(processor: Callable | str, *, scenario: str | Path | None = None, max_
     from acksim.cli.check import DESIGN_FLAGS, absolute_ref, describe
     from acksim.scenario import ScenarioError, load
     from acksim.search.check import base_scenario, run_check
-    from acksim.world.processor_ref import check_processor, load_processor, reference_of
+    from acksim.world.processor_ref import check_processor, reference_of
+    from acksim.world.supervised import check_loads
 
     design_keys = {key: section for _flag, section, key, _choices in DESIGN_FLAGS}  # key -> scenario table
     unknown = set(design) - set(design_keys)
@@ -35,13 +38,13 @@ def check(processor: Callable | str, *, scenario: str | Path | None = None, max_
     for key, value in design.items():
         sections.setdefault(design_keys[key], {})[key] = value
     if isinstance(processor, str):
-        ref, fn = absolute_ref(processor), load_processor(processor)
+        ref, fn = absolute_ref(processor), None
+        check_loads(processor)  # imported in a supervised child: its import is the code under test's
     else:
         check_processor(processor, repr(processor))
         ref, fn = reference_of(processor), processor
     base = base_scenario(load(scenario) if scenario else None, sections)
     # a reference is run by reference: every worker start of every example gets a fresh copy
     report = run_check(ref if isinstance(processor, str) else fn, base, max_examples=max_examples, seed=seed,
-                       database=database,
-                       key=f"{ref}|{describe(base)}")
+                       database=database, key=f"{ref}|{describe(base)}", contained=contained)
     return report, ref, base

@@ -28,7 +28,9 @@ from acksim.world.interleave import ProcessorHung
 from acksim.judges.invariants import INVARIANTS, check_all
 from acksim.scenario import Scenario, parse
 from acksim.search.strategies import check_scenarios
+from acksim.world.contain import Child, Died, Reply
 from acksim.world.core import World
+from acksim.world.supervised import killed_run
 
 # the world every example starts from unless the user names a scenario: small and fast
 CHECK_BASE: dict = {
@@ -45,7 +47,8 @@ CHECK_BASE: dict = {
     "run": {"idle_check_s": 1.0, "max_time_s": 3_600.0, "max_records": 50_000, "step_budget_s": 5.0,
             "stop_on_processor_error": True},
 }
-PROCESSOR_FINDINGS = ("processor_error", "processor_hung")  # the processor's own misbehaviour
+# the processor's own misbehaviour: an error of its own, a hang, the death of its worker process
+PROCESSOR_FINDINGS = ("processor_error", "processor_hung", "processor_killed_worker")
 FINDINGS = tuple(name for name, _ in INVARIANTS) + PROCESSOR_FINDINGS
 
 
@@ -72,34 +75,55 @@ class ExampleResult:
     errors: list[str]
 
 
-def run_example(scenario: Scenario, processor: Callable | str) -> ExampleResult:
+def run_example(scenario: Scenario, processor: Callable | str, child: Child | None = None) -> ExampleResult:
     """Run one world to the end and judge it. ``processor``: a reference (each worker start
     of the example gets a fresh copy of the code, ``acksim.world.code``) or a callable run as
-    given. Raises nothing the processor raises of its own
-    (``KeyboardInterrupt`` apart: a Ctrl-C still stops a check); see ``acksim.world.interleave`` for
-    what a processor can still do to the process itself (``os._exit``, a blocking C call)."""
-    with tempfile.TemporaryDirectory(prefix="acksim-check-") as tmp:
-        db_path = Path(tmp) / "stores.db" if scenario.stores.backend == "sqlite" else None
-        world = World(scenario, processor, db_path=db_path)
-        hung = None
-        try:
-            outcome = world.run()
-            history, final = outcome.history, outcome.final
-        except ProcessorHung as exc:
-            hung = str(exc)
-            history, final = tuple(world.history.records), world.final_state()
-        finally:
-            world.close()
-    verdicts = check_all(history, final)
-    errors = [text for *_rest, text in world.processor_errors]
-    # a run cut short at the processor's own error (or hang) is judged on that alone
-    if hung:
-        failures = ["processor_hung"]
-    elif errors:
-        failures = ["processor_error"]
+    given. The world runs in ``child``, a supervised child process (``acksim.world.contain``;
+    a ``Child`` of ``example_target(processor, folder)``), or in a fresh one when None; the
+    judges run here, on the history it sends back. A child that dies is the finding
+    ``processor_killed_worker``, one killed for hanging ``processor_hung``, judged on an
+    empty history. Raises nothing the processor raises or does (``KeyboardInterrupt`` apart:
+    a Ctrl-C still stops a check)."""
+    if child is None:
+        with tempfile.TemporaryDirectory(prefix="acksim-check-") as tmp, \
+                Child(example_target(processor, tmp), keep=False) as one:
+            return run_example(scenario, processor, one)
+    try:
+        history, final, errors, hung = child.call(scenario).value
+    except Died as death:
+        history, final, errors, hung = (), killed_run(death.finding, death.text).outcome.final, [death.text], ""
+        failures = [death.finding]
     else:
+        failures = ["processor_hung"] if hung else ["processor_error"] if errors else []
+    verdicts = check_all(history, final)
+    # a run cut short at the processor's own error (or hang, or death) is judged on that alone
+    if not failures:
         failures = [name for name, v in verdicts.items() if not v["holds"]]
     return ExampleResult(tuple(failures), verdicts, hazards_hit(history), history, errors)
+
+
+def example_target(processor: Callable | str, folder: str):
+    """What a check's supervised child runs for each example: the world of a scenario with
+    ``processor``, its SQLite stores in a folder inside ``folder`` (made and removed by the
+    parent); returns (history, final state, the processor's error texts, the hang note or "")."""
+
+    def target(scenario: Scenario, _emit):
+        tempfile.tempdir = folder  # whatever becomes of this process, the parent removes it
+        with tempfile.TemporaryDirectory(prefix="example-") as tmp:
+            db_path = Path(tmp) / "stores.db" if scenario.stores.backend == "sqlite" else None
+            world = World(scenario, processor, db_path=db_path)
+            hung = ""
+            try:
+                outcome = world.run()
+                history, final = outcome.history, outcome.final
+            except ProcessorHung as exc:
+                hung = str(exc) or "hung"
+                history, final = tuple(world.history.records), world.final_state()
+            finally:
+                world.close()
+        return history, final, [text for *_rest, text in world.processor_errors], hung
+
+    return target
 
 
 class Finding(Exception):
@@ -130,7 +154,7 @@ class CheckReport:
 def run_check(processor: Callable | str, base: Scenario, *, max_examples: int = 500, seed: int = 0,
               database: Path | None = None, key: str = "",
               progress: Callable[[int], None] | None = None,
-              stop_at: frozenset[str] | None = None) -> CheckReport:
+              stop_at: frozenset[str] | None = None, contained: bool = True) -> CheckReport:
     """Search up to ``max_examples`` examples around ``base`` for every kind of finding.
     ``processor``: a reference (fresh copies of the code per worker start) or a callable.
 
@@ -142,27 +166,53 @@ def run_check(processor: Callable | str, base: Scenario, *, max_examples: int = 
     search); ``database`` is the example database folder and ``key`` names the processor and
     design in it, so a counterexample found before is tried first (None: no database). Returns the report; findings are not
     raised. With ``stop_at`` the search ends as soon as one of those kinds is found. Raises
-    whatever the harness itself raises (never the processor's errors).
+    whatever the harness itself raises (never the processor's errors). Every example runs in
+    one long-lived supervised child process (a fresh one after a death, a kill or threads
+    left behind: ``acksim.world.contain``); ``contained=False`` runs them in this process
+    instead, where a processor's ``os._exit``, fatal signal or blocking call ends or hangs
+    the check itself.
     """
     report = CheckReport()
     started = time.monotonic()
     round_no = 0
-    while True:
-        before = set(report.findings)
-        _search(report, processor, base, max_examples, seed + round_no, database, key, round_no, progress)
-        round_no += 1
-        found = set(report.findings)
-        if found == before or (stop_at is not None and stop_at & found) or "processor_hung" in found:
-            break  # nothing new, what was asked for, or a processor too costly to run on
+    with tempfile.TemporaryDirectory(prefix="acksim-check-") as tmp, \
+            Child(example_target(processor, tmp)) as child:
+        run = (lambda scenario: run_example(scenario, processor, child)) if contained else \
+            (lambda scenario: _run_here(scenario, processor, tmp))
+        while True:
+            before = set(report.findings)
+            _search(report, run, base, max_examples, seed + round_no, database, key, round_no, progress)
+            round_no += 1
+            found = set(report.findings)
+            if found == before or (stop_at is not None and stop_at & found) or "processor_hung" in found:
+                break  # nothing new, what was asked for, or a processor too costly to run on
     report.seconds = time.monotonic() - started
     return report
 
 
-def _search(report: CheckReport, processor, base, budget, seed, database, key, round_no, progress) -> None:
+class _Here:
+    """A stand-in for ``Child`` that runs the target in this process (``contained=False``)."""
+
+    def __init__(self, target) -> None:
+        self.target = target
+
+    def call(self, args, _on_message=None):
+        return Reply(self.target(args, None))
+
+
+def _run_here(scenario: Scenario, processor, folder: str) -> ExampleResult:
+    saved = tempfile.tempdir
+    try:
+        return run_example(scenario, processor, _Here(example_target(processor, folder)))
+    finally:
+        tempfile.tempdir = saved
+
+
+def _search(report: CheckReport, run, base, budget, seed, database, key, round_no, progress) -> None:
     ignore = frozenset(report.findings)
 
     def body(scenario: Scenario) -> None:
-        result = run_example(scenario, processor)
+        result = run(scenario)
         report.examples += 1
         report.coverage.update(name for name, hit in result.hazards.items() if hit)
         report.phases.update(r.detail for r in result.history if r.kind == "crashed" and r.detail in PHASES)
@@ -257,7 +307,7 @@ def replay_text(scenario: Scenario, result: ExampleResult, processor_ref: str,
         data["processor_path"] = processor_path
     data["expect"] = {
         "violated": [n for n, v in result.verdicts.items() if not v["holds"]],  # as `run` will judge it
-        "processor_error": "processor_error" in result.failures or "processor_hung" in result.failures,
+        "processor_error": any(name in PROCESSOR_FINDINGS for name in result.failures),
         "history_sha256": history_digest(result.history),
     }
     header = ("# A counterexample found by `acksim check`. Reproduce it with `acksim run THIS_FILE`.\n"

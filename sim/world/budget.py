@@ -17,6 +17,8 @@ from typing import Mapping
 import simpy
 from simpy.core import EmptySchedule, StopSimulation
 
+from acksim.world.interleave import heartbeat
+
 CHUNK = 10_000  # events between two looks at the budget
 SAMPLE = 2_000  # events looked at to tell which actor spends the budget
 
@@ -56,6 +58,7 @@ def run_guarded(env: simpy.Environment, until: simpy.Event, max_events: int, max
             for _ in range(CHUNK):
                 step()
             done += CHUNK
+            heartbeat()
             if done >= max_events:
                 return (f"run.max_events = {max_events} SimPy events spent by virtual time {env.now:.6g} s"
                         f"{_culprit(env)}")

@@ -70,6 +70,7 @@ class FinalState:
     end_s: float
     stopped_early: bool = False
     stop_reason: str = ""  # one line: which guard stopped the run early, and why
+    contained: str = ""  # the finding a supervised child's death or kill is (acksim.world.supervised)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +113,17 @@ class World:
         if st.backend == "sqlite" and db_path is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="acksim-")
             db_path = Path(self._tmp.name) / "stores.db"
-        self.db = open_database(st.backend, str(db_path) if db_path else None, options)
+        try:
+            self.db = open_database(st.backend, str(db_path) if db_path else None, options)
+            self._build(scenario, workload)
+        except BaseException:  # an error or a signal mid-way: no temporary folder left behind
+            if getattr(self, "db", None) is not None:
+                self.db.close()
+            if self._tmp is not None:
+                self._tmp.cleanup()
+            raise
+
+    def _build(self, scenario: Scenario, workload) -> None:
         seed = scenario.seed
         self.queue = scenario_queue(self.env, self.history, scenario)
         self.fault_plan = FaultPlan(scenario.faults)
@@ -303,9 +314,21 @@ def error_line(error: BaseException, limit: int = 300) -> str:
     return line.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def simulate(scenario: Scenario, processor: Callable | str | None = None) -> Outcome:
+def simulate(scenario: Scenario, processor: Callable | str | None = None, *, contained: bool = True) -> Outcome:
     """Run ``scenario`` to the end in a fresh ``World`` (with ``processor``, or the one the
-    scenario names) and close it; returns the history and final state. Raises as ``World``."""
+    scenario names) and close it; returns the history and final state.
+
+    ``contained`` (the default): the world runs in a supervised child process
+    (``acksim.world.supervised``), from any thread: a processor that hangs ends the run
+    there (``final.stop_reason``), and one whose process dies or is killed for hanging gives
+    an empty history with ``final.contained`` naming the finding (``processor_killed_worker``,
+    ``processor_hung``). ``contained=False`` runs it in this process, as ``World`` does:
+    ``ProcessorHung`` is raised then, and a processor's ``os._exit`` or blocking call ends or
+    hangs the caller. Raises as ``World`` (``ScenarioError``, ValueError)."""
+    if contained:
+        from acksim.world.supervised import run_world
+
+        return run_world(scenario, processor).outcome
     world = World(scenario, processor)
     try:
         return world.run()

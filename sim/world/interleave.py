@@ -45,6 +45,9 @@ MAX_CALLS = 10_000
 _REAL_SLEEP = time.sleep
 _REAL_MONOTONIC = time.monotonic  # bound early: user code may run with time.monotonic virtual
 _ZOMBIES: list = []  # processors that would not stop; kept so garbage collection never resumes them
+# In a supervised child (``acksim.world.contain``): shared doubles the parent reads, [0] when
+# the running step started (0: none), [1] its budget, [2] the harness's last sign of life
+_SLOTS = None
 
 
 class Abandoned(BaseException):
@@ -239,13 +242,31 @@ class _Watchdog:
 _WATCHDOG = _Watchdog()
 
 
+def heartbeat() -> None:
+    """The harness is alive (called between chunks of SimPy events): tells the parent of a
+    supervised child (``acksim.world.contain``) that no processor code is stuck in it."""
+    if _SLOTS is not None:
+        _SLOTS[2] = _REAL_MONOTONIC()
+
+
+def reset_after_fork(slots) -> None:
+    """In a freshly forked supervised child: a watchdog thread of its own (the parent's did
+    not survive the fork) and ``slots``, the clock the parent reads."""
+    global _SLOTS
+    _SLOTS = slots
+    _WATCHDOG._thread, _WATCHDOG.started_at, _WATCHDOG.fired = None, None, False
+
+
 def _watched(attempt: Attempt, run: Callable):
     """Run a greenlet switch inside the attempt's image and virtual clock (or with only
     ``time.sleep`` virtualised, without a clock) and with the watchdog armed."""
     if threading.current_thread() is threading.main_thread():
         _WATCHDOG.ensure_running()
     _WATCHDOG.budget_s, _WATCHDOG.fired = attempt.budget_s, False
-    _WATCHDOG.started_at = _REAL_MONOTONIC()
+    _WATCHDOG.started_at = started = _REAL_MONOTONIC()
+    slots = _SLOTS
+    if slots is not None:
+        slots[1], slots[0] = attempt.budget_s, started
     image, clock = attempt.image, attempt.clock
     if image is not None:
         image.enter()
@@ -264,6 +285,8 @@ def _watched(attempt: Attempt, run: Callable):
         raise
     finally:
         _WATCHDOG.started_at = None
+        if slots is not None:
+            slots[0], slots[2] = 0.0, _REAL_MONOTONIC()
         if clock is not None:
             clock.exit()
         else:

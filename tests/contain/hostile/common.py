@@ -1,0 +1,3 @@
+"""The reference steps, shared by the hostile processors that do correct work."""
+
+from acksim.model.processor import process as reference

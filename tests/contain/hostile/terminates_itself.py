@@ -1,0 +1,9 @@
+"""The processor sends its own process SIGTERM."""
+
+import os
+import signal
+
+
+def process(job, accounts, cleanup_store, outbox):
+    accounts.get(job.account_id)
+    os.kill(os.getpid(), signal.SIGTERM)
