@@ -280,10 +280,13 @@ def _ack(world, name, rng, delivery: Delivery):
 def _record_writes(world, name: str, delivery: Delivery, writes) -> None:
     """Record the effects the stores committed (ground truth), not what the processor meant.
     Account writes (a candidate design whose cleanup changes or deletes the account) are
-    recorded too, so the invariants replay the committed account state."""
+    recorded too, so the invariants replay the committed account state. A committed outbox
+    event wakes the outbox relay (``OutboxRelay.poke``)."""
     history, mid, rc = world.history, delivery.message_id, delivery.receive_count
     for w in writes:
         if w.kind in ("cleanup_applied", "outbox_added"):
+            if w.kind == "outbox_added":
+                world.relay.poke()
             same_job = (w.account_id, w.cleanup_version) == (delivery.job.account_id, delivery.job.cleanup_version)
             deadline = delivery.deadline_s if same_job else world.deadline_of(w.account_id, w.cleanup_version)
             history.record(w.kind, name, message_id=mid, account_id=w.account_id, cleanup_version=w.cleanup_version,
