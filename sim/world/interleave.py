@@ -32,6 +32,7 @@ as hung), and ``os._exit`` ends the process: only a separate process would conta
 from __future__ import annotations
 
 import _thread
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -237,6 +238,8 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+# a forked child (a ``check --jobs`` search) inherits no thread: it starts its own watchdog
+os.register_at_fork(after_in_child=lambda: setattr(_WATCHDOG, "_thread", None))
 
 
 def _watched(attempt: Attempt, run: Callable):
