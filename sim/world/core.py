@@ -102,7 +102,9 @@ class World:
         self.code = CodeUnderTest(processor if processor is not None else scenario.processor,
                                   path=scenario.processor_path)
         self.processor = self.code.function  # the harness's own copy (validated); workers run images
-        self.clock = VirtualClock(scenario.epoch)
+        # one time-machine travel for the whole run, only shifted at each switch into user code
+        # (``VirtualClock(session=True)``); the harness reads no wall clock while it runs
+        self.clock = VirtualClock(scenario.epoch, session=True)
         self.progress = progress
         self.env = simpy.Environment()
         self.history = History(lambda: self.env.now)
@@ -174,6 +176,7 @@ class World:
             env.process(killer(self, sc.faults.kills))
         for at in sorted(sc.queue.redrive_at_s):
             env.process(self._redrive(at))
+        self.clock.start()
         try:
             self._budget_reason = run_guarded(env, env.process(self._until_idle()), sc.run.max_events,
                                               sc.run.max_wall_s)
@@ -182,6 +185,8 @@ class World:
         except ProcessorHung as exc:  # the caller reports what happened up to here
             self._hung = f"the processor hung, so the run ended there: {exc}"
             raise
+        finally:
+            self.clock.stop()  # real wall clocks again
         return self.outcome()
 
     def outcome(self) -> Outcome:
