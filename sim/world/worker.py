@@ -183,6 +183,9 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
     env, queue, cfg = world.env, world.queue, world.scenario.workers
     plan, restart = world.fault_plan, cfg.restart_delay_s
     unit_of_work = cfg.transaction_scope == "unit_of_work"
+    # with nothing to record after a store call (a unit of work) and no crash to draw there
+    # (only scheduled ones), whether to stop after the call is known before it (no rng draw)
+    decide_after_now = unit_of_work and not plan.draws("after_call")
     if cfg.ack_policy == "before_processing":
         yield from _ack(world, name, rng, delivery)
     if delivery.job.account_id in world.poison_accounts:
@@ -218,9 +221,12 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                         yield env.timeout(latency)
                     if plan.crash(rng, delivery.number, "before_call", step.index):
                         raise WorkerCrash("before_call", restart)
+                    if decide_after_now:  # nothing to record or draw after the call: stop there only to crash
+                        attempt.pause_after = plan.crash(rng, delivery.number, "after_call", step.index)
+                elif decide_after_now:  # stopped after the call only for its scheduled crash
+                    raise WorkerCrash("after_call", restart)
                 else:
-                    if not unit_of_work:
-                        _record_writes(world, name, delivery, session.take_autocommitted())
+                    _record_writes(world, name, delivery, session.take_autocommitted())
                     if plan.crash(rng, delivery.number, "after_call", step.index):
                         raise WorkerCrash("after_call", restart)
                 step = attempt.step()
