@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import tempfile
 import time
+from contextlib import nullcontext
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,8 +79,9 @@ def run_example(scenario: Scenario, processor: Callable | str) -> ExampleResult:
     given. Raises nothing the processor raises of its own
     (``KeyboardInterrupt`` apart: a Ctrl-C still stops a check); see ``acksim.world.interleave`` for
     what a processor can still do to the process itself (``os._exit``, a blocking C call)."""
-    with tempfile.TemporaryDirectory(prefix="acksim-check-") as tmp:
-        db_path = Path(tmp) / "stores.db" if scenario.stores.backend == "sqlite" else None
+    sqlite = scenario.stores.backend == "sqlite"  # the memory stores need no folder
+    with tempfile.TemporaryDirectory(prefix="acksim-check-") if sqlite else nullcontext() as tmp:
+        db_path = Path(tmp) / "stores.db" if sqlite else None
         world = World(scenario, processor, db_path=db_path)
         hung = None
         try:
