@@ -33,6 +33,7 @@ from acksim.model.job import CleanupJob
 from acksim.scenario import Queue as QueueConfig
 from acksim.world.leases import lend, sweeper, worker_lost
 from acksim.world.message import Delivery, MessageTooLarge, _Message, body_bytes
+from acksim.world.ticks import delay_until
 
 __all__ = ["Delivery", "MessageTooLarge", "Queue", "body_bytes"]
 
@@ -65,6 +66,8 @@ class Queue:
         self._in_flight: dict[int, _Message] = {}  # on loan, in delivery order
         self._popped: dict[int, str] = {}  # pop-on-fetch: message id -> consumer still working on it
         self._stream: deque[int] = deque()  # publish order, for the length cap
+        # (retention instant s, message) in publish order: one timer at a time, for the oldest
+        self._retention: deque[tuple[float, _Message]] = deque()
         if config.sweep_interval_s > 0 and config.redelivery != "none":
             env.process(sweeper(self))
 
@@ -97,7 +100,7 @@ class Queue:
         self.history.record("published", actor, message_id=mid, account_id=job.account_id,
                             cleanup_version=job.cleanup_version, deadline=deadline_s,
                             visible_at=now + delay_s)
-        self._at(cfg.retention_s, self._expire, msg)
+        self._retain(msg)
         if cfg.max_length:
             self._trim(mid)
         if delay_s > 0:
@@ -282,6 +285,27 @@ class Queue:
                 where = msg.state
                 self._delete(msg)
                 self._log("trimmed", "queue", msg, msg.receive_count, where)
+
+    def _retain(self, msg: _Message) -> None:
+        """Delete ``msg`` ``retention_s`` after now, wherever it is then. Messages are
+        published in time order and all kept equally long, so their retention instants come
+        in publish order: one timer runs at a time, for the oldest message (``_retention_due``),
+        instead of a timer per message held for the whole retention period."""
+        at = self.env.now + self.config.retention_s
+        self._retention.append((at, msg))
+        if len(self._retention) == 1:
+            self._at(self.config.retention_s, self._retention_due)
+
+    def _retention_due(self) -> None:
+        """The oldest retained message's instant: expire every message due now, in publish
+        order, then time the next one still held (deleted ones need no timer)."""
+        now, pending = self.env.now, self._retention
+        while pending and pending[0][0] <= now:
+            self._expire(pending.popleft()[1])
+        while pending and pending[0][1].state == "deleted":
+            pending.popleft()
+        if pending:
+            self._at(delay_until(now, pending[0][0]), self._retention_due)
 
     def _expire(self, msg: _Message) -> None:
         if msg.state == "deleted":
