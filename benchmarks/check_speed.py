@@ -5,8 +5,10 @@ coverage per example, and how ``--jobs N`` scales, measured in one run.
 
 Prints, for one search in this process and for N searches on N processes (``run_checks``):
 examples, wall seconds, examples/s, the share of examples that hit each hazard window, and
-the ratio of the two rates (the scaling). The ratio, not the absolute rate, is what to
-compare across machines. Wall-clock time is measured here only, never inside the model.
+the ratio of the two rates (the scaling), next to the yardstick of the same run: how N copies
+of a pure-Python busy loop scale on N processes here (on a machine shared with other work,
+fewer cores are free than it has). The ratios, not the absolute rate, are what to compare
+across machines. Wall-clock time is measured here only, never inside the model.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 from acksim.judges.hazards import HAZARDS
 from acksim.model import process
@@ -27,6 +30,26 @@ def measure(examples: int, jobs: int, seed: int):
     report = run_checks("acksim.model.processor:process" if jobs > 1 else process, base_scenario(),
                         jobs=jobs, max_examples=examples, seed=seed)
     return report, time.perf_counter() - started
+
+
+def burn(n: int) -> int:
+    """A pure-Python busy loop of ``n`` additions (the yardstick's unit of work)."""
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+def yardstick(jobs: int, n: int = 10_000_000) -> float:
+    """How ``jobs`` busy loops on ``jobs`` processes scale against one (1.0: no free core)."""
+    started = time.perf_counter()
+    burn(n)
+    one = time.perf_counter() - started
+    with ProcessPoolExecutor(jobs) as pool:
+        started = time.perf_counter()
+        list(pool.map(burn, [n] * jobs))
+        many = time.perf_counter() - started
+    return jobs * one / many
 
 
 def line(label: str, report, seconds: float) -> str:
@@ -48,8 +71,10 @@ def main() -> int:
     if args.jobs > 1:
         many, tn = measure(args.examples, args.jobs, args.seed)
         print(line(f"check --jobs {args.jobs}", many, tn))
-        print(f"scaling --jobs {args.jobs} / --jobs 1 = {(many.examples / tn) / (one.examples / t1):.2f}x "
-              "(examples/s)")
+        scaling = (many.examples / tn) / (one.examples / t1)
+        free = yardstick(args.jobs)
+        print(f"scaling --jobs {args.jobs} / --jobs 1 = {scaling:.2f}x (examples/s); yardstick: {args.jobs} busy loops "
+              f"scale {free:.2f}x here; check / yardstick = {scaling / free:.2f}")
     return 0
 
 
