@@ -226,7 +226,8 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                 elif decide_after_now:  # stopped after the call only for its scheduled crash
                     raise WorkerCrash("after_call", restart)
                 else:
-                    _record_writes(world, name, delivery, session.take_autocommitted())
+                    if not unit_of_work:
+                        _record_writes(world, name, delivery, session.take_autocommitted())
                     if plan.crash(rng, delivery.number, "after_call", step.index):
                         raise WorkerCrash("after_call", restart)
                 step = attempt.step()
