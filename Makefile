@@ -33,6 +33,7 @@ test-nightly: setup
 
 bench: setup
 	$(BIN)/python benchmarks/throughput.py
+	$(BIN)/python benchmarks/check_speed.py
 	$(BIN)/python benchmarks/startup.py
 
 # Opens the capacity-planning and design-review notebooks in Jupyter (installed on first use).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import sys
 from dataclasses import dataclass, fields
 from operator import attrgetter
 from typing import Iterable, Sequence
@@ -101,12 +102,19 @@ class History:
         """
         if kind not in _KIND_SET:
             raise ValueError(f"unknown record kind {kind!r}")
+        # one string object per distinct value ("0", "crash", an event key, an account id), not
+        # one per record: a long history holds millions of each
+        if type(detail := fields_.get("detail")) is str:
+            fields_["detail"] = _intern(detail)
+        if type(account_id := fields_.get("account_id")) is str:
+            fields_["account_id"] = _intern(account_id)
         rec = Record(float(self._clock()), len(self.records), kind, actor, **fields_)
         self.records.append(rec)
         return rec
 
 
 _KIND_SET = frozenset(KINDS)
+_intern = sys.intern
 
 
 def to_csv(records: Iterable[Record]) -> str:

@@ -15,7 +15,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from acksim.search.check import FINDINGS, PROCESSOR_FINDINGS, base_scenario, history_digest, replay_text, run_check, schedule, timeline
+from acksim.search.check import FINDINGS, PROCESSOR_FINDINGS, base_scenario, history_digest, replay_text, schedule, timeline
 from acksim.judges.hazards import HAZARDS
 from acksim.report.junit import check_junit_path, check_suite, write_junit
 from acksim.report.outdir import UsageError, check_out_dir, safe_name
@@ -45,6 +45,9 @@ def add_check_parser(sub) -> None:
                                                        "options) from acksim.model.candidates; see README")
     p.add_argument("--max-examples", type=int, default=500, help="examples to try, 1 .. 1,000,000 (default 500)")
     p.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="independent searches on N processes, the examples split between them, one "
+                        "example database (default: every processor this process may use; 1 .. 256)")
     for flag, _section, _key, choices in DESIGN_FLAGS:
         p.add_argument(flag, choices=choices, help="design option (default: the base scenario's)")
     p.add_argument("--out", default="reports/check", help="folder for replay files (default reports/check)")
@@ -64,6 +67,11 @@ def cmd_check(args) -> int:
         raise UsageError(f"--max-examples: must be 1 .. 1000000, got {args.max_examples}")
     if not 0 <= args.seed < 2**63:
         raise UsageError(f"--seed: must be 0 .. 2**63-1, got {args.seed}")
+    from acksim.search.parallel import default_jobs, run_checks
+
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    if not 1 <= jobs <= 256:
+        raise UsageError(f"--jobs: must be 1 .. 256, got {jobs}")
     from acksim.cli.candidates import resolve
 
     ref, design = resolve(args.candidate, args.processor)  # design flags below override the candidate's
@@ -87,7 +95,7 @@ def cmd_check(args) -> int:
 
     progress, close = _progress_bar(args.max_examples)
     try:
-        report = run_check(ref, base, max_examples=args.max_examples, seed=args.seed,
+        report = run_checks(ref, base, jobs=jobs, max_examples=args.max_examples, seed=args.seed,
                            database=None if args.no_database else Path(args.database),
                            key=f"{ref}|{describe(base)}", progress=progress)
     finally:
@@ -95,7 +103,7 @@ def cmd_check(args) -> int:
     rate = report.examples / report.seconds if report.seconds else 0.0
     print(f"acksim check: {ref} ({describe(base)})")
     print(f"examples run (shrinking included): {report.examples} in {report.seconds:.1f} s "
-          f"({rate:.1f} examples/s), seed {args.seed}")
+          f"({rate:.1f} examples/s), seed {args.seed}" + (f", {jobs} searches in parallel" if jobs > 1 else ""))
     print("crash phases covered: " + ", ".join(f"{p} {report.phases[p]}" for p in
                                                 ("before_call", "after_call", "after_commit", "during_ack")))
     print("hazard windows (examples that hit each):")

@@ -102,7 +102,10 @@ def _progress_bar(total: float):
         return None, lambda: None
     from tqdm import tqdm
 
+    from acksim.world.vclock import real_time
+
     bar = tqdm(total=round(total), unit="vs", desc="simulating", file=sys.stderr, leave=False)
+    bar._time = real_time  # the world's wall clocks read virtual time while it runs
 
     def update(now: float) -> None:
         if now > bar.total:

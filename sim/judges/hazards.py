@@ -7,11 +7,12 @@ ack. Each hazard is a pure function of one run's history saying whether that win
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Callable, Sequence
 
 from acksim.history import Record
 from acksim.judges.invariants import AccountReplay
-from acksim.judges.series import attempt_spans
+from acksim.judges.series import attempt_span_rows
 from acksim.judges.summary import lifecycle_during_attempts
 
 
@@ -38,12 +39,17 @@ def crash_between_store_calls(history: Sequence[Record]) -> bool:
 def concurrent_deliveries(history: Sequence[Record]) -> bool:
     """Two workers held the same message at the same time (a spurious duplicate, or a
     redelivery after the visibility timeout while the first worker was still at it)."""
-    spans = attempt_spans(history)
-    for _mid, group in spans.groupby("message_id"):
-        if len(group) > 1:
-            ordered = group.sort_values("start")
-            if (ordered["start"].to_numpy()[1:] < ordered["end"].cummax().to_numpy()[:-1]).any():
-                return True
+    by_message: dict[int, list[tuple[float, float]]] = {}
+    for _worker, mid, start, end, _outcome in attempt_span_rows(history):
+        by_message.setdefault(mid, []).append((start, end))
+    for spans in by_message.values():
+        if len(spans) > 1:
+            spans.sort(key=itemgetter(0))  # stable: spans that start together keep their order
+            held_until = spans[0][1]
+            for start, end in spans[1:]:
+                if start < held_until:  # began before an earlier hold ended
+                    return True
+                held_until = max(held_until, end)
     return False
 
 

@@ -157,6 +157,13 @@ def attempt_spans(history: Sequence[Record]) -> pd.DataFrame:
     """Each worker's hold of each delivery: columns ``worker``, ``message_id``, ``start``,
     ``end`` (virtual s), ``outcome`` ("acked", "ack_stale", "nacked", "crashed", "open").
     """
+    rows = attempt_span_rows(history)
+    return pd.DataFrame(rows, columns=["worker", "message_id", "start", "end", "outcome"])
+
+
+def attempt_span_rows(history: Sequence[Record]) -> list[tuple[str, int, float, float, str]]:
+    """``attempt_spans`` as plain tuples (worker, message id, start s, end s, outcome), in
+    the order the spans closed (the open ones last), for judges that need no frame."""
     open_: dict[str, tuple[int, float]] = {}
     rows: list[tuple[str, int, float, float, str]] = []
     for r in history:
@@ -168,4 +175,4 @@ def attempt_spans(history: Sequence[Record]) -> pd.DataFrame:
     end = history[-1].time if history else 0.0
     for worker, (mid, start) in open_.items():
         rows.append((worker, mid, start, end, "open"))
-    return pd.DataFrame(rows, columns=["worker", "message_id", "start", "end", "outcome"])
+    return rows

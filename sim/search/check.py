@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import tempfile
 import time
+from contextlib import nullcontext
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path

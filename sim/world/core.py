@@ -34,6 +34,7 @@ from acksim.world.vclock import VirtualClock
 from acksim.world.renewals import LifecycleOp, Renewals, plan_workload, planned_workload
 from acksim.scenario import Scenario
 from acksim.world.scheduler import Scheduler
+from acksim.world.ticks import delay_until
 from acksim.world.worker import worker
 
 
@@ -103,7 +104,9 @@ class World:
         self.code = CodeUnderTest(processor if processor is not None else scenario.processor,
                                   path=scenario.processor_path)
         self.processor = self.code.function  # the harness's own copy (validated); workers run images
-        self.clock = VirtualClock(scenario.epoch)
+        # one time-machine travel for the whole run, only shifted at each switch into user code
+        # (``VirtualClock(session=True)``); the harness reads no wall clock while it runs
+        self.clock = VirtualClock(scenario.epoch, session=True)
         self.progress = progress
         self.env = simpy.Environment()
         self.history = History(lambda: self.env.now)
@@ -194,6 +197,7 @@ class World:
                 env.process(self.links.broker.run())
         for at in sorted(sc.queue.redrive_at_s):
             env.process(self._redrive(at))
+        self.clock.start()
         try:
             self._budget_reason = run_guarded(env, env.process(self._until_idle()), sc.run.max_events,
                                               sc.run.max_wall_s)
@@ -202,6 +206,8 @@ class World:
         except ProcessorHung as exc:  # the caller reports what happened up to here
             self._hung = f"the processor hung, so the run ended there: {exc}"
             raise
+        finally:
+            self.clock.stop()  # real wall clocks again
         return self.outcome()
 
     def outcome(self) -> Outcome:
@@ -225,11 +231,16 @@ class World:
         return max(ends)
 
     def _until_idle(self):
+        """SimPy process: check the record limit every ``step`` until the planned end, then
+        every ``run.idle_check_s`` whether the pipeline drained. A check can only change its
+        answer after some other event, so the checks before the next scheduled event
+        (``env.peek()``) are skipped (``_skip_to``): the run ends at the same check instant
+        as with every check made, without the events of the idle ones."""
         env, sc = self.env, self.scenario
         end = min(self._planned_end(), sc.run.max_time_s)
         step = max(end / 200.0, sc.run.idle_check_s)
         while env.now < end:  # move in steps so a progress bar can follow
-            yield env.timeout(min(step, end - env.now))
+            yield env.timeout(_skip_to(env, step, end))
             if self.progress:
                 self.progress(env.now)
             if self.over_record_limit:
@@ -238,7 +249,7 @@ class World:
             if (self.renewals.pending == 0 and not self.busy and self.queue.idle
                     and self.scheduler.idle and self.relay.idle):
                 return
-            yield env.timeout(min(sc.run.idle_check_s, sc.run.max_time_s - env.now))
+            yield env.timeout(_skip_to(env, sc.run.idle_check_s, sc.run.max_time_s))
             if self.progress:
                 self.progress(env.now)
         self._undrained = not self.over_record_limit
@@ -312,6 +323,17 @@ def error_line(error: BaseException, limit: int = 300) -> str:
         message = "<str() of the exception failed>"
     line = (f"{type(error).__name__}: {message}".splitlines() or [type(error).__name__])[0][:limit]
     return line.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _skip_to(env: simpy.Environment, step: float, end: float) -> float:
+    """The delay (s) to the next check of a grid ``now, now + min(step, end - now), ...`` that
+    comes at or after the next scheduled event (or at ``end``): the checks before it would
+    see the same state."""
+    now, upcoming = env.now, env.peek()
+    at = now + min(step, end - now)
+    while at < upcoming and at < end:
+        at += min(step, end - at)
+    return delay_until(now, at)
 
 
 def simulate(scenario: Scenario, processor: Callable | str | None = None, *, contained: bool = True) -> Outcome:

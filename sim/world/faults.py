@@ -31,6 +31,11 @@ class FaultPlan:
             for c in faults.crashes
         )
 
+    def draws(self, phase: str) -> bool:
+        """Whether ``crash`` at ``phase`` draws from the worker's stream (its probability is
+        above 0); when not, its answer depends on the schedule alone."""
+        return self._p[phase] > 0.0
+
     def crash(self, rng: random.Random, delivery: int, phase: str, call: int = 0) -> bool:
         """Whether to crash at ``phase`` of the attempt on delivery number ``delivery``."""
         if (delivery, phase, call) in self._scheduled:

@@ -32,6 +32,7 @@ as hung), and ``os._exit`` ends the process: only a separate process would conta
 from __future__ import annotations
 
 import _thread
+import os
 import threading
 import time
 from dataclasses import dataclass
@@ -122,7 +123,8 @@ class Attempt:
     Lifecycle: ``step()`` runs the processor until its next store call boundary and returns
     a ``StoreCall`` or, at the end, ``Finished``; call ``step()`` again to continue. After
     ``abandon()`` the attempt is dead: the processor was unwound and its stores refuse calls.
-    ``calls`` counts the store calls made so far.
+    ``calls`` counts the store calls made so far. Setting ``pause_after`` False at a
+    "before" boundary skips the "after" boundary of that call (one switch fewer).
     """
 
     def __init__(self, processor: Callable, job: Any, stores: dict[str, Any],
@@ -130,6 +132,7 @@ class Attempt:
                  now: Callable[[], float] | None = None) -> None:
         self.image, self.clock, self.now = image, clock, now
         self.calls = 0
+        self.pause_after = True  # stop at the "after" boundary of the next store call
         self.abandoned = False
         self.refused = 0
         self.budget_s = budget_s
@@ -170,8 +173,11 @@ class Attempt:
         return i
 
     def end_call(self, store: str, method: str, index: int) -> None:
-        """Called inside the greenlet after a store call returned."""
-        self._parent.switch(StoreCall(store, method, index, "after"))
+        """Called inside the greenlet after a store call returned: switches to the harness
+        unless it said, by ``pause_after`` False before the call, that it has nothing to do
+        there (the processor then runs on to its next store call, sleep or return)."""
+        if self.pause_after:
+            self._parent.switch(StoreCall(store, method, index, "after"))
 
     def sleep(self, seconds: float) -> None:
         """``time.sleep`` while the processor runs: virtual time passes instead. Raises what
@@ -240,6 +246,8 @@ class _Watchdog:
 
 
 _WATCHDOG = _Watchdog()
+# a forked child (a ``check --jobs`` search) inherits no thread: it starts its own watchdog
+os.register_at_fork(after_in_child=lambda: setattr(_WATCHDOG, "_thread", None))
 
 
 def heartbeat() -> None:

@@ -1,7 +1,10 @@
 """The outbox relay and the mail provider: how a committed outbox event becomes a reminder.
 
-The relay polls the outbox for pending events outside any worker transaction, sends each to
-the mail provider with the event key as the provider's idempotency key, and marks it sent.
+The relay polls the outbox for pending events outside any worker transaction, every
+``mail.poll_interval_s``; a poll that finds nothing sleeps until a worker commits an outbox
+event (``poke``) and then wakes at the poll instant it would have reached by polling on, so
+idle polls cost no simulation events and the polls that find work land where they always did.
+It sends each pending event to the mail provider with the event key as the provider's idempotency key, and marks it sent.
 The provider is the ground truth for "a reminder was sent": it records ``reminder_sent`` the
 first time it accepts a key and ``reminder_duplicate`` for a resend it recognises. Transient
 errors (429, 5xx) are retried on later polls up to ``mail.max_attempts``; permanent errors
@@ -13,6 +16,7 @@ from __future__ import annotations
 import random
 
 from acksim.model.errors import ConflictError
+from acksim.world.ticks import delay_until, next_tick
 
 
 MARK_RETRIES = 100
@@ -44,6 +48,12 @@ class OutboxRelay:
         self.session = world.db.session()
         self.provider = MailProvider(world.scenario.mail.provider_idempotency)
         self._attempts: dict[int, int] = {}  # outbox row seq -> transient failures
+        self._asleep = None  # the SimPy event an idle relay waits on until ``poke``
+
+    def poke(self) -> None:
+        """A worker committed an outbox event: wake a relay that found nothing to send."""
+        if self._asleep is not None and not self._asleep.triggered:
+            self._asleep.succeed()
 
     @property
     def idle(self) -> bool:
@@ -55,9 +65,18 @@ class OutboxRelay:
         world = self.world
         env, cfg, history = world.env, world.scenario.mail, world.history
         outbox = self.session.outbox
+        poll = cfg.poll_interval_s
         while True:
-            yield env.timeout(cfg.poll_interval_s)
-            for ev in outbox.pending(cfg.batch):
+            yield env.timeout(poll)
+            pending = outbox.pending(cfg.batch)
+            while not pending:  # idle: sleep until a commit, then wake on the polling grid
+                tick = env.now
+                self._asleep = env.event()
+                yield self._asleep
+                self._asleep = None
+                yield env.timeout(delay_until(env.now, next_tick(tick, poll, env.now)))
+                pending = outbox.pending(cfg.batch)
+            for ev in pending:
                 yield env.timeout(cfg.latency_s)
                 fields = dict(account_id=ev.account_id, cleanup_version=ev.cleanup_version, detail=ev.event_key)
                 u = self.rng.random()

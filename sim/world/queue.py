@@ -36,6 +36,7 @@ from acksim.world.leases import lend, sweeper, worker_lost
 from acksim.world.message import Delivery, MessageTooLarge, _Message, body_bytes
 from acksim.world.recovery import RecoverySweeps
 from acksim.world.tombstones import trim_pending
+from acksim.world.ticks import delay_until
 
 __all__ = ["Delivery", "MessageTooLarge", "Queue", "body_bytes"]
 
@@ -72,6 +73,8 @@ class Queue:
         # reach the queue now (consumer -> bool), and the broker's up/down state
         self.reachable = None
         self.broker = None
+        # (retention instant s, message) in publish order: one timer at a time, for the oldest
+        self._retention: deque[tuple[float, _Message]] = deque()
         if config.sweep_interval_s > 0 and config.redelivery != "none":
             env.process(sweeper(self))
         self.recovery = RecoverySweeps(self) if config.recovery_sweep != "none" else None
@@ -107,7 +110,7 @@ class Queue:
         self.history.record("published", actor, message_id=mid, account_id=job.account_id,
                             cleanup_version=job.cleanup_version, deadline=deadline_s,
                             visible_at=now + delay_s)
-        self._at(cfg.retention_s, self._expire, msg)
+        self._retain(msg)
         if cfg.max_length:
             self._trim(mid)
         if delay_s > 0:
@@ -307,6 +310,27 @@ class Queue:
                 where = msg.state
                 self._delete(msg)
                 self._log("trimmed", "queue", msg, msg.receive_count, where)
+
+    def _retain(self, msg: _Message) -> None:
+        """Delete ``msg`` ``retention_s`` after now, wherever it is then. Messages are
+        published in time order and all kept equally long, so their retention instants come
+        in publish order: one timer runs at a time, for the oldest message (``_retention_due``),
+        instead of a timer per message held for the whole retention period."""
+        at = self.env.now + self.config.retention_s
+        self._retention.append((at, msg))
+        if len(self._retention) == 1:
+            self._at(self.config.retention_s, self._retention_due)
+
+    def _retention_due(self) -> None:
+        """The oldest retained message's instant: expire every message due now, in publish
+        order, then time the next one still held (deleted ones need no timer)."""
+        now, pending = self.env.now, self._retention
+        while pending and pending[0][0] <= now:
+            self._expire(pending.popleft()[1])
+        while pending and pending[0][1].state == "deleted":
+            pending.popleft()
+        if pending:
+            self._at(delay_until(now, pending[0][0]), self._retention_due)
 
     def _expire(self, msg: _Message) -> None:
         if msg.state == "deleted":

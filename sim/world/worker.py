@@ -218,6 +218,9 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
     env, queue, cfg = world.env, world.queue, world.scenario.workers
     plan, restart = world.fault_plan, cfg.restart_delay_s
     unit_of_work = cfg.transaction_scope == "unit_of_work"
+    # with nothing to record after a store call (a unit of work) and no crash to draw there
+    # (only scheduled ones), whether to stop after the call is known before it (no rng draw)
+    decide_after_now = unit_of_work and not plan.draws("after_call")
     if cfg.ack_policy == "before_processing":
         yield from _ack(world, name, rng, delivery)
     if delivery.job.account_id in world.poison_accounts:
@@ -255,6 +258,10 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                         yield from world.links.at_call(name, delivery, step.index)
                     if plan.crash(rng, delivery.number, "before_call", step.index):
                         raise WorkerCrash("before_call", restart)
+                    if decide_after_now:  # nothing to record or draw after the call: stop there only to crash
+                        attempt.pause_after = plan.crash(rng, delivery.number, "after_call", step.index)
+                elif decide_after_now:  # stopped after the call only for its scheduled crash
+                    raise WorkerCrash("after_call", restart)
                 else:
                     if not unit_of_work:
                         _record_writes(world, name, delivery, session.take_autocommitted())
@@ -359,10 +366,13 @@ def _db_unreachable(world, name, session, state: _State, delivery: Delivery, wha
 def _record_writes(world, name: str, delivery: Delivery, writes) -> None:
     """Record the effects the stores committed (ground truth), not what the processor meant.
     Account writes (a candidate design whose cleanup changes or deletes the account) are
-    recorded too, so the invariants replay the committed account state."""
+    recorded too, so the invariants replay the committed account state. A committed outbox
+    event wakes the outbox relay (``OutboxRelay.poke``)."""
     history, mid, rc = world.history, delivery.message_id, delivery.receive_count
     for w in writes:
         if w.kind in ("cleanup_applied", "outbox_added"):
+            if w.kind == "outbox_added":
+                world.relay.poke()
             same_job = (w.account_id, w.cleanup_version) == (delivery.job.account_id, delivery.job.cleanup_version)
             deadline = delivery.deadline_s if same_job else world.deadline_of(w.account_id, w.cleanup_version)
             history.record(w.kind, name, message_id=mid, account_id=w.account_id, cleanup_version=w.cleanup_version,
