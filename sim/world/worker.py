@@ -218,9 +218,10 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
     env, queue, cfg = world.env, world.queue, world.scenario.workers
     plan, restart = world.fault_plan, cfg.restart_delay_s
     unit_of_work = cfg.transaction_scope == "unit_of_work"
-    # with nothing to record after a store call (a unit of work) and no crash to draw there
-    # (only scheduled ones), whether to stop after the call is known before it (no rng draw)
-    decide_after_now = unit_of_work and not plan.draws("after_call")
+    # with nothing to record or do after a store call (a unit of work, no work placed after
+    # a call) and no crash to draw there (only scheduled ones), whether to stop after the
+    # call is known before it (no rng draw)
+    decide_after_now = unit_of_work and not plan.draws("after_call") and cfg.service_time_at != "after_call"
     if cfg.ack_policy == "before_processing":
         yield from _ack(world, name, rng, delivery)
     if delivery.job.account_id in world.poison_accounts:
