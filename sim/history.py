@@ -50,6 +50,29 @@ class Record:
 
 
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Record))
+_FIELDS = attrgetter(*COLUMNS)
+_SETTERS = tuple(Record.__dict__[name].__set__ for name in COLUMNS)  # the slots' own setters
+
+
+def pack(records: Iterable[Record]) -> list[tuple]:
+    """``records`` as plain tuples of their fields (``COLUMNS`` order): what a supervised
+    child sends (``acksim.world.contain``), pickled several times faster than records."""
+    return [_FIELDS(r) for r in records]
+
+
+def unpack(rows: Iterable[tuple]) -> tuple[Record, ...]:
+    """The records ``pack`` gave, rebuilt (equal to the originals) without the frozen
+    ``__init__``: about twice as fast, which matters for a check's thousands of histories."""
+    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10 = _SETTERS
+    new = object.__new__
+    out = []
+    append = out.append
+    for t in rows:
+        r = new(Record)
+        s0(r, t[0]); s1(r, t[1]); s2(r, t[2]); s3(r, t[3]); s4(r, t[4]); s5(r, t[5])  # noqa: E702
+        s6(r, t[6]); s7(r, t[7]); s8(r, t[8]); s9(r, t[9]); s10(r, t[10])  # noqa: E702
+        append(r)
+    return tuple(out)
 
 # records that carry an account's new committed state (cleanup_version, deadline; "renewed"
 # for a renewal, or detail "renewed" on a processor's own account write)

@@ -24,7 +24,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 
 from acksim.world.faults import PHASES
 from acksim.judges.hazards import HAZARDS, hazards_hit
-from acksim.history import Record, to_csv
+from acksim.history import Record, pack, to_csv, unpack
 from acksim.world.interleave import ProcessorHung
 from acksim.judges.invariants import INVARIANTS, check_all
 from acksim.scenario import Scenario, parse
@@ -90,7 +90,8 @@ def run_example(scenario: Scenario, processor: Callable | str, child: Child | No
                 Child(example_target(processor, tmp), keep=False) as one:
             return run_example(scenario, processor, one)
     try:
-        history, final, errors, hung = child.call(scenario).value
+        rows, final, errors, hung = child.call(scenario).value
+        history = unpack(rows)
     except Died as death:
         history, final, errors, hung = (), killed_run(death.finding, death.text).outcome.final, [death.text], ""
         failures = [death.finding]
@@ -122,7 +123,7 @@ def example_target(processor: Callable | str, folder: str):
                 history, final = tuple(world.history.records), world.final_state()
             finally:
                 world.close()
-        return history, final, [text for *_rest, text in world.processor_errors], hung
+        return pack(history), final, [text for *_rest, text in world.processor_errors], hung
 
     return target
 

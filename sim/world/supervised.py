@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Callable
 
+from acksim.history import pack, unpack
 from acksim.scenario import Scenario
 from acksim.world.contain import Child, Died
 from acksim.world.core import FinalState, Outcome
@@ -61,7 +62,8 @@ def run_world(scenario: Scenario, processor: Callable | str | None = None, *,
                 reply = child.call(scenario, relay)
         except Died as death:
             return killed_run(death.finding, death.text)
-    return WorldRun(*reply.value, threads=reply.threads)
+    (rows, final), errors, import_error = reply.value
+    return WorldRun(Outcome(unpack(rows), final), errors, import_error, threads=reply.threads)
 
 
 def killed_run(finding: str, text: str) -> WorldRun:
@@ -94,7 +96,8 @@ def _target(processor, tmp: str, fanout: bool, report_progress: bool):
             outcome = world.outcome()
         finally:
             world.close()
-        return outcome, tuple(getattr(world, "processor_errors", ())), getattr(world, "import_error", None)
+        return ((pack(outcome.history), outcome.final), tuple(getattr(world, "processor_errors", ())),
+                getattr(world, "import_error", None))
 
     return target
 
