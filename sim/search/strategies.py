@@ -4,7 +4,7 @@ A drawn example is a whole scenario: up to ~30 accounts with deadlines that shar
 lifecycle steps that land before, at and during processing of the account's job, and a fault
 schedule (crashes at a delivery and phase, spurious duplicates, latency spikes that make
 processing outlive the visibility timeout, rolling deployments, mail provider outages,
-scheduler pauses, process pauses, partitions, broker restarts, execution time limits), with queue parameters drawn around the base scenario's.
+scheduler pauses, process pauses, partitions, broker restarts, execution time limits, prefetch), with queue parameters drawn around the base scenario's.
 
 Choices are ordered so that Hypothesis's shrinking is semantic: fewer accounts, steps and
 faults; crash phases toward the commit (``after_commit`` first) and crash calls toward the
@@ -74,7 +74,7 @@ def fault_schedules(n_deliveries: int, instants: list[float], cron: bool):
         "pauses": pauses(n_deliveries, instants),
         "partitions": partitions(instants),
         "broker_restarts": broker_restarts(instants),
-        "queue": st.fixed_dictionaries({"on_broker_restart": restart_recoveries()}),
+        "queue": st.fixed_dictionaries({"on_broker_restart": restart_recoveries(), "prefetch": prefetches()}),
         "workers": st.fixed_dictionaries({"execution_timeout_s": execution_timeouts()}),
     })
 
@@ -117,6 +117,12 @@ def broker_restarts(instants: list[float]):
 def restart_recoveries():
     """Strategy: ``queue.on_broker_restart``, "lease" first, or "requeue" (RabbitMQ)."""
     return st.sampled_from(("lease", "requeue"))
+
+
+def prefetches():
+    """Strategy: ``queue.prefetch``: one delivery at a time first, or a batch of 3 that waits
+    in the worker under its leases."""
+    return st.sampled_from((1, 3))
 
 
 def execution_timeouts():
