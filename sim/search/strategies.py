@@ -4,7 +4,7 @@ A drawn example is a whole scenario: up to ~30 accounts with deadlines that shar
 lifecycle steps that land before, at and during processing of the account's job, and a fault
 schedule (crashes at a delivery and phase, spurious duplicates, latency spikes that make
 processing outlive the visibility timeout, rolling deployments, mail provider outages,
-scheduler pauses, process pauses, partitions, broker restarts, execution time limits), with queue parameters drawn around the base scenario's.
+scheduler pauses, process pauses, partitions, broker restarts, execution time limits, prefetch), with queue parameters drawn around the base scenario's.
 
 Choices are ordered so that Hypothesis's shrinking is semantic: fewer accounts, steps and
 faults; crash phases toward the commit (``after_commit`` first) and crash calls toward the
@@ -96,7 +96,7 @@ def _fault_tables(draw, n_deliveries: int, n_instants: int, cron: bool):
             "pauses": draw(_process_pause_lists(n_deliveries, n_instants)),
             "partitions": draw(_partition_lists(n_instants)),
             "broker_restarts": draw(_broker_restart_lists(n_instants)),
-            "queue": {"on_broker_restart": draw(RESTART_RECOVERIES)},
+            "queue": {"on_broker_restart": draw(RESTART_RECOVERIES), "prefetch": draw(PREFETCHES)},
             "workers": {"execution_timeout_s": draw(EXECUTION_TIMEOUTS)}}
 
 
@@ -172,6 +172,9 @@ def _offset(entry: dict, instants: list[float]) -> dict:
 LINK_OFFSETS_S = (0.0015, 0.0, 0.0035, -0.5)
 # ``queue.on_broker_restart``: "lease" first, or "requeue" (RabbitMQ)
 RESTART_RECOVERIES = st.sampled_from(("lease", "requeue"))
+# ``queue.prefetch``: one delivery at a time first, or a batch of 3 that waits in the worker
+# under its leases
+PREFETCHES = st.sampled_from((1, 3))
 # ``workers.execution_timeout_s``: none first, or limits an attempt of a few store calls
 # (about 5 ms) overruns, or a pause or spike makes it overrun
 EXECUTION_TIMEOUTS = st.sampled_from((0.0, 0.003, 1.0))
