@@ -188,7 +188,7 @@ class LiveRun:
         self.broker = broker
         wall_start = time.monotonic()
         no_claimer = sc.queue.redelivery == "claim" and sc.queue.sweep_interval_s == 0
-        transport = make_transport(broker, sc.queue.visibility_timeout_s * self.scale, sc.queue.max_receive_count,
+        transport = make_transport(broker, sc.queue.visibility_timeout_s * self.scale, self.deliveries_before_dead_letter,
                                    self.namespace, claim=not no_claimer)
         stack.callback(transport.close)
         if self.running is not None:  # a shared broker: leave it as found
@@ -413,6 +413,14 @@ class LiveRun:
                 elif k in ("acked", "ack_stale", "nacked", "crashed"):
                     self.holding.pop(actor, None)
 
+    @property
+    def deliveries_before_dead_letter(self) -> int:
+        """The deliveries a message gets before it is dead-lettered (0: no end):
+        ``queue.delivery_limit`` N counts returns, so N + 1 deliveries (a quorum queue's
+        ``x-delivery-limit``, RMQ-QQ); else ``queue.max_receive_count``."""
+        q = self.sc.queue
+        return q.delivery_limit + 1 if q.delivery_limit else q.max_receive_count
+
     def _dead_lettered(self, mid: int) -> None:
         if mid in self.dead:
             return
@@ -420,7 +428,7 @@ class LiveRun:
         self.terminal.add(mid)
         aid, version, deadline_s = self.published[mid]
         self.journal.record("dead_lettered", "queue", message_id=mid, account_id=aid, cleanup_version=version,
-                            receive_count=self.sc.queue.max_receive_count, deadline=deadline_s,
+                            receive_count=self.deliveries_before_dead_letter, deadline=deadline_s,
                             detail=f"{self.kind} dead-letter target")
 
     def _join_all(self) -> None:

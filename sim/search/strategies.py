@@ -78,15 +78,19 @@ def _steps(n: int):
                               st.sampled_from(EXTEND_AMOUNTS_S)), max_size=2 * n)
 
 
-def fault_schedules(n_deliveries: int, instants: list[float], cron: bool):
+def fault_schedules(n_deliveries: int, instants: list[float], cron: bool, restart: str = "lease",
+                    time_limit_s: float = 0.0):
     """Strategy: the ``[faults]``, mail outages and scheduler pauses of one example, as
-    scenario tables (dicts). ``instants`` are times worth aiming at (the deadlines)."""
+    scenario tables (dicts). ``instants`` are times worth aiming at (the deadlines);
+    ``restart`` and ``time_limit_s`` are the base's ``queue.on_broker_restart`` and
+    ``workers.execution_timeout_s`` (s), drawn first."""
     instants = list(instants)
-    return _fault_tables(n_deliveries, len(instants), cron).map(lambda tables: _at_instants(tables, instants))
+    return _fault_tables(n_deliveries, len(instants), cron, restart, time_limit_s).map(
+        lambda tables: _at_instants(tables, instants))
 
 
 @st.composite
-def _fault_tables(draw, n_deliveries: int, n_instants: int, cron: bool):
+def _fault_tables(draw, n_deliveries: int, n_instants: int, cron: bool, restart: str, time_limit_s: float):
     """``fault_schedules`` with every instant an index into the sorted instants (see
     ``_at_instants``): each table drawn in turn from a strategy built once per number of
     deliveries or of instants."""
@@ -96,8 +100,8 @@ def _fault_tables(draw, n_deliveries: int, n_instants: int, cron: bool):
             "pauses": draw(_process_pause_lists(n_deliveries, n_instants)),
             "partitions": draw(_partition_lists(n_instants)),
             "broker_restarts": draw(_broker_restart_lists(n_instants)),
-            "queue": {"on_broker_restart": draw(RESTART_RECOVERIES), "prefetch": draw(PREFETCHES)},
-            "workers": {"execution_timeout_s": draw(EXECUTION_TIMEOUTS)}}
+            "queue": {"on_broker_restart": draw(_base_first(restart, RESTART_RECOVERIES))},
+            "workers": {"execution_timeout_s": draw(_base_first(time_limit_s, EXECUTION_TIMEOUTS))}}
 
 
 @cache
@@ -170,14 +174,23 @@ def _offset(entry: dict, instants: list[float]) -> dict:
 # a pause or partition starts this long after a deadline: inside the attempt of its job
 # (store calls about 1 ms each), or just before it
 LINK_OFFSETS_S = (0.0015, 0.0, 0.0035, -0.5)
-# ``queue.on_broker_restart``: "lease" first, or "requeue" (RabbitMQ)
-RESTART_RECOVERIES = st.sampled_from(("lease", "requeue"))
-# ``queue.prefetch``: one delivery at a time first, or a batch of 3 that waits in the worker
-# under its leases
-PREFETCHES = st.sampled_from((1, 3))
-# ``workers.execution_timeout_s``: none first, or limits an attempt of a few store calls
-# (about 5 ms) overruns, or a pause or spike makes it overrun
-EXECUTION_TIMEOUTS = st.sampled_from((0.0, 0.003, 1.0))
+# the values drawn for three settings, each after the base's own (``_base_first``):
+# ``queue.on_broker_restart``: "lease", or "requeue" (RabbitMQ); not "lost": a broker without
+# persistence loses work whatever the design does
+RESTART_RECOVERIES = ("lease", "requeue")
+# ``queue.prefetch``: one delivery at a time, or a batch of 3 that waits in the worker under
+# its leases
+PREFETCHES = (1, 3)
+# ``workers.execution_timeout_s``: none, or limits an attempt of a few store calls (about
+# 5 ms) overruns, or a pause or spike makes it overrun
+EXECUTION_TIMEOUTS = (0.0, 0.003, 1.0)
+
+
+@cache
+def _base_first(base_value, values: tuple):
+    """Strategy: ``base_value`` (the base scenario's setting) first, then the other
+    ``values``: shrinking goes back to the base's setting."""
+    return st.sampled_from((base_value, *(v for v in values if v != base_value)))
 
 
 @cache
@@ -266,13 +279,16 @@ def _check_scenario(draw, base: Scenario, max_accounts: int):
     accounts, steps = draw(_account_plan(max_accounts))
     instants = sorted({a["deadline_s"] for a in accounts})
     mode = draw(_MODE)
-    faults = _at_instants(draw(_fault_tables(3 * len(accounts) + 3, len(instants), mode == "cron")), instants)
+    faults = _at_instants(draw(_fault_tables(3 * len(accounts) + 3, len(instants), mode == "cron",
+                                             base.queue.on_broker_restart, base.workers.execution_timeout_s)),
+                          instants)
     queue = dict(draw(_queue_tables(base.queue.visibility_timeout_s, base.queue.max_receive_count)))
     queue["redrive_at_s"] = (instants[-1] + 300.0,) if queue["redrive_at_s"] else ()
     queue.update(draw(queue_mechanisms(base, mode == "cron")))
     workers = draw(_worker_counts(max(base.workers.count, 1) + 1))
     seed = draw(SEEDS)
     scheduler = draw(scheduler_ordering(base))
+    faults["queue"]["prefetch"] = draw(_base_first(base.queue.prefetch, PREFETCHES))  # drawn last
     data = base.model_dump(exclude_none=True)
     data.update(seed=seed, plan={"accounts": accounts, "steps": steps})
     data["scheduler"].update(mode=mode, paused=faults.pop("paused"), **scheduler)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from acksim.world.delivery_limit import returned
+
 if TYPE_CHECKING:
     from acksim.world.core import World
 
@@ -82,12 +84,15 @@ class Broker:
             for msg in list(q._in_flight.values()):
                 q._log("visibility_expired", "broker", msg, msg.receive_count, "broker_restart")
                 msg.receipt += 1  # the old channel's delivery tags are void
-                q._make_visible(msg, head=cfg.requeue_at_head)
+                if not returned(q, msg):  # a closed connection's requeue is a return (RMQ-QQ)
+                    q._make_visible(msg, head=cfg.requeue_at_head)
         elif cfg.sweep_interval_s == 0 and cfg.redelivery not in ("claim", "none"):
             from acksim.world.leases import lapse
 
-            for msg in [m for m in q._in_flight.values() if m.lease_until <= now]:
-                lapse(q, msg)  # its lease timer fired while the broker was down
+            lapsed = [(m, m.receipt) for m in q._in_flight.values() if m.lease_until <= now]
+            for msg, receipt in lapsed:  # its lease timer fired while the broker was down
+                if msg.state == "in_flight" and msg.receipt == receipt:  # (not requeued by an earlier one)
+                    lapse(q, msg)
         deferred, self.deferred = self.deferred, []
         for job, deadline_s, delay_s, actor, size, asked_at in deferred:
             q.publish(job, deadline_s, max(delay_s - (now - asked_at), 0.0), actor, size)

@@ -30,7 +30,10 @@ a note.
 
 from __future__ import annotations
 
+import builtins
 import ctypes
+import dataclasses
+import enum
 import mmap
 import os
 import pickle
@@ -39,6 +42,7 @@ import sys
 import threading
 import time
 import traceback
+import io
 from dataclasses import dataclass
 from multiprocessing import Pipe
 from typing import Any, Callable
@@ -51,8 +55,10 @@ _PR_SET_PDEATHSIG = 1
 
 
 class Died(Exception):
-    """The child ended without answering: ``finding`` is ``processor_killed_worker`` (it died)
-    or ``processor_hung`` (it was killed for running over its budget); ``str()`` one line."""
+    """The child ended without answering: ``finding`` is ``processor_killed_worker`` (it died),
+    ``processor_hung`` (it was killed for running over its budget) or ``processor_error`` (its
+    answer held an object of the user's code, which the parent does not read); ``str()`` one
+    line."""
 
     def __init__(self, finding: str, text: str) -> None:
         super().__init__(text)
@@ -142,7 +148,11 @@ class Child:
                 except (EOFError, OSError):
                     raise self._died() from None
                 try:
-                    message = pickle.loads(data)
+                    message = _AnswerUnpickler(io.BytesIO(data)).load()
+                except pickle.UnpicklingError as exc:  # an object of the user's code in the answer
+                    self._stop()
+                    raise Died("processor_error", f"the processor handed the harness an object the judges do not "
+                                                  f"read ({exc}): store arguments must be plain values") from None
                 except Exception as exc:  # noqa: BLE001 - e.g. an exception class that cannot be rebuilt
                     message = ("raised", RuntimeError(f"the supervised child's answer cannot be read: "
                                                       f"{type(exc).__name__}: {exc}"), (), "")
@@ -246,7 +256,7 @@ def _child_main(conn, target, slots) -> None:
             try:
                 reply = ("value", target(args, lambda m: conn.send_bytes(pickle.dumps(("emit", m)))), "")
             except BaseException as exc:  # noqa: BLE001 - sent to the parent, raised there
-                reply = ("raised", exc, "in the supervised child:\n" + "".join(traceback.format_exception(exc))[-20_000:])
+                reply = ("raised", _sendable(exc), "in the supervised child:\n" + "".join(traceback.format_exception(exc))[-20_000:])
             _flush()
             left = [t for t in threading.enumerate() if t not in before and t.is_alive()
                     and t.name != "acksim-watchdog"]
@@ -265,6 +275,55 @@ def _child_main(conn, target, slots) -> None:
         code = 3
     _flush()
     os._exit(code)
+
+
+_SAFE_BUILTINS = frozenset({"set", "frozenset", "list", "dict", "tuple", "str", "bytes", "bytearray", "int",
+                            "float", "complex", "bool", "slice", "range", "object"})
+
+
+class _AnswerUnpickler(pickle.Unpickler):
+    """Reads a child's answer with only the types an answer is made of: plain builtins and
+    builtin exceptions, ``datetime`` and ``collections`` types, tblib's exception rebuilders
+    (their classes read the same way), and the dataclasses, enums
+    and exceptions of acksim modules this process has already imported. Anything else (a
+    class of the user's code, a function a crafted ``__reduce__`` names) raises
+    ``pickle.UnpicklingError``: no user code runs in the judging process while it reads."""
+
+    def find_class(self, module: str, name: str):
+        if "." not in name:
+            if module == "builtins":
+                obj = getattr(builtins, name, None)
+                if name in _SAFE_BUILTINS or (isinstance(obj, type) and issubclass(obj, BaseException)):
+                    return obj
+            elif module in ("datetime", "collections") or (module == "copyreg" and name == "_reconstructor"):
+                obj = super().find_class(module, name)
+                if isinstance(obj, type) or name == "_reconstructor":
+                    return obj
+            elif module == "tblib.pickling_support" and name.startswith("unpickle_") and module in sys.modules:
+                return super().find_class(module, name)  # how exceptions pickle once Dask loaded tblib
+            elif module == "tblib" and name in ("Traceback", "Frame", "Code") and module in sys.modules:
+                return super().find_class(module, name)  # (and their tracebacks: plain data)
+            elif (module == "acksim" or module.startswith("acksim.")) and module in sys.modules:
+                obj = getattr(sys.modules[module], name, None)
+                if isinstance(obj, type) and (issubclass(obj, (BaseException, enum.Enum))
+                                              or dataclasses.is_dataclass(obj)):
+                    return obj
+        raise pickle.UnpicklingError(f"{module}.{name} is not a type a supervised child's answer holds")
+
+
+def _sendable(exc: BaseException) -> BaseException:
+    """``exc`` if its class is one the parent reads back (a builtin or acksim exception),
+    else a ``RuntimeError`` (an ``ImportError`` for an import error) with its class name and
+    text: the parent never loads a class of the user's code."""
+    cls = type(exc)
+    if cls.__module__ == "builtins" or cls.__module__.split(".")[0] == "acksim":
+        return exc
+    try:
+        text = str(exc)[:2000]
+    except Exception:  # noqa: BLE001 - a __str__ that raises
+        text = "(its text cannot be read)"
+    kind = ImportError if isinstance(exc, ImportError) else RuntimeError
+    return kind(f"{cls.__module__}.{cls.__qualname__}: {text}")
 
 
 def _become_child(slots) -> None:

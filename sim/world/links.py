@@ -93,7 +93,7 @@ class Links:
         """SimPy sub-process before store call ``call`` of ``delivery``: a pause scheduled at
         this call starts now; a paused worker waits; raises ``StoreUnreachable`` when the
         worker is partitioned from the database."""
-        duration = self.call_pauses.get((delivery.number, call))
+        duration = self.call_pauses.pop((delivery.number, call), None)  # once, not at each retry
         if duration:
             self.pause(name, duration)
         yield from self.hold(name)

@@ -234,7 +234,7 @@ class Queue:
         self._dlq = []
         for mid in moved:
             msg = self._messages[mid]
-            msg.receive_count = msg.failures = msg.stalls = 0
+            msg.receive_count = msg.failures = msg.stalls = msg.returns = 0
             self._live += 1
             self._log("redriven", actor, msg, 0)
             self._make_visible(msg)

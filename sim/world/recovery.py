@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from acksim.world.delivery_limit import returned
+
 if TYPE_CHECKING:
     from acksim.world.queue import Queue
 
@@ -95,5 +97,6 @@ class RecoverySweeps:
             del self._orphaned_at[msg.id]
             late = ":late" if now - msg.received_at > cfg.visibility_timeout_s else ""
             q._log("visibility_expired", "queue", msg, msg.receive_count, f"recovered:{self.moment}{late}")
-            q._make_visible(msg, head=cfg.requeue_at_head)
+            if not returned(q, msg):  # a lost worker's delivery requeued is a return (RMQ-QQ)
+                q._make_visible(msg, head=cfg.requeue_at_head)
         q.history.record("recovery_sweep", actor, detail=f"{self.moment} recovered={len(due)}")

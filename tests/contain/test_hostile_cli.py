@@ -179,3 +179,15 @@ def test_a_killed_workers_replay_file_reproduces_under_run(check_base, tmp_path)
     again, _ = acksim("run", str(replay))
     assert again.returncode == 1
     assert again.stdout.startswith("replay: reproduced (no violation, processor error; same history, record for record)")
+
+
+@pytest.mark.timeout(60)
+def test_an_object_smuggled_into_the_history_is_not_unpickled_by_the_judge(tmp_path, monkeypatch):
+    mark = tmp_path / "ran-in-the-parent"
+    monkeypatch.setenv("ACKSIM_TEST_MARK", str(mark))
+    done, _ = acksim("run", str(TINY), "--processor", "hostile.smuggles_object:process", "--out", str(tmp_path / "r"))
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert not mark.exists()  # the crafted __reduce__ never ran in the judging process
+    summary = summary_of(tmp_path / "r")
+    assert summary["contained"]["finding"] == "processor_error"
+    assert "posix.system is not a type" in summary["contained"]["text"]

@@ -73,15 +73,16 @@ def test_rabbitmq_quorum_past_the_delivery_limit_dead_letters(need):
     sc, sim, live = both("rabbitmq-quorum", "rabbitmq", 0.02)
     for side, o in (("sim", sim), ("live", live)):
         # every consumer that takes the poison job dies; its closed connection requeues it,
-        # x-delivery-count climbs, and past x-delivery-limit 19 it goes to the dead-letter exchange
-        assert [r.receive_count for r in of(o.history, "delivered")] == list(range(1, 21)), side
-        assert len(of(o.history, "crashed")) == 20, side
+        # x-delivery-count climbs, and returned past x-delivery-limit 20 (the preset's) it goes
+        # to the dead-letter exchange: 21 deliveries
+        assert [r.receive_count for r in of(o.history, "delivered")] == list(range(1, 22)), side
+        assert len(of(o.history, "crashed")) == 21, side
         dead = of(o.history, "dead_lettered")
-        assert [r.receive_count for r in dead] == [20], side
+        assert [r.receive_count for r in dead] == [21], side
         assert o.final.dead_letter_queue == (1,), side
         assert all(holds(o).values()), side  # a dead-lettered job is accounted for
         assert [m[0] for m in o.final.markers] == ["p001"], side
-    assert [r.detail for r in of(sim.history, "dead_lettered")] == ["max_receive_count"]
+    assert [r.detail for r in of(sim.history, "dead_lettered")] == ["delivery_limit"]
     assert of(live.history, "dead_lettered")[0].detail == "rabbitmq dead-letter target"
 
 
