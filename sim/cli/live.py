@@ -46,7 +46,7 @@ def live_scenario(args):
     from acksim.live.run import DEFAULT_TIME_SCALE, check_live_scenario
     from acksim.model.candidates import CANDIDATES
     from acksim.search.check import base_scenario
-    from acksim.world.processor_ref import load_processor
+    from acksim.world.supervised import check_loads
 
     scale = DEFAULT_TIME_SCALE if args.time_scale is None else args.time_scale
     if not (math.isfinite(scale) and 0.001 <= scale <= 10.0):
@@ -69,7 +69,7 @@ def live_scenario(args):
     scenario = base_scenario(scenario, design)
     check_live_scenario(scenario)
     ref = ref or scenario.processor
-    load_processor(ref, "--processor" if args.processor else "processor")
+    check_loads(ref, "--processor" if args.processor else "processor")  # loaded in a child, not here
     return scenario, ref, scale
 
 
@@ -134,7 +134,7 @@ def cmd_crosscheck(args) -> int:
     """Run ``acksim crosscheck``; returns 0 when every schedule agrees, 1 otherwise."""
     from acksim.live.crosscheck import fit_scale, for_broker, livable, pick, run_rows, write_crosscheck
     from acksim.model.candidates import CANDIDATES
-    from acksim.world.processor_ref import load_processor
+    from acksim.world.supervised import check_loads
 
     if not args.scenario and args.runs <= 0:
         raise UsageError("crosscheck: give at least one scenario file or --runs N")
@@ -143,7 +143,7 @@ def cmd_crosscheck(args) -> int:
     if args.time_scale is not None and not (math.isfinite(args.time_scale) and 0.001 <= args.time_scale <= 10.0):
         raise UsageError(f"--time-scale: must be 0.001 .. 10 wall seconds per virtual second, got {args.time_scale:g}")
     ref = args.processor or "acksim.model.processor:process"
-    load_processor(ref, "--processor")
+    check_loads(ref, "--processor")  # loaded in a child, not here
     out = Path(args.out)
     check_out_dir(out)
     todo = []

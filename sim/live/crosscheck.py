@@ -5,7 +5,8 @@ Each row is one schedule: a scenario given on the command line, or one drawn fro
 (cycling through ``CANDIDATE_CYCLE``; ``pick`` keeps about a third that violate an invariant in
 the simulation). What the live mode cannot run is taken out of every schedule first, for both
 sides (``livable``): cron scheduling, kills, spurious duplicates, latency spikes, pauses,
-redrives, poison accounts; extensions are cut to ``EXTENSION_CAP_S`` (``compact``). Then both
+redrives, poison accounts, and (for now) process pauses, partitions, broker restarts, time
+limits, prefetch, ack by id, recovery sweeps, tombstones and record-then-publish; extensions are cut to ``EXTENSION_CAP_S`` (``compact``). Then both
 sides get the broker's own queue (``for_broker``): the simulation's model of that broker's
 redelivery (``BROKER_QUEUE``: a claim for Redis, requeue on consumer death for RabbitMQ, the
 visibility timeout for SQS), the live harness's measured latencies, a visibility timeout of at
@@ -86,8 +87,13 @@ def livable(scenario: Scenario, design: dict | None = None) -> Scenario:
         data.setdefault(section, {}).update(values)
     data["stores"]["backend"] = "sqlite"
     data["scheduler"].update(mode="per_deadline", paused=[], instances=1, publish_crash_probability=0.0)
-    data["faults"].update(kills=[], duplicates=[], latency_spikes=[], poison_accounts=[], scheduler_stalls=[])
-    data["queue"].update(redrive_at_s=[], duplicate_probability=0.0)
+    data["faults"].update(kills=[], duplicates=[], latency_spikes=[], poison_accounts=[], scheduler_stalls=[],
+                          pauses=[], partitions=[], broker_restarts=[])
+    # the mechanisms check draws that the live harness does not run yet: back to their defaults
+    data["queue"].update(redrive_at_s=[], duplicate_probability=0.0, prefetch=1, on_broker_restart="lease",
+                         ack_by="receipt", recovery_sweep="none", tombstones=False, delivery_limit=0)
+    data["workers"].update(execution_timeout_s=0.0)
+    data["scheduler"].update(order="publish_then_record")
     data["run"]["stop_on_processor_error"] = False
     data.pop("expect", None)
     return parse(data, "crosscheck")
@@ -289,11 +295,10 @@ def crosscheck_one(label: str, candidate: str, scenario: Scenario, processor_ref
 
     from acksim.live.run import run_live
     from acksim.world.core import simulate
-    from acksim.world.processor_ref import load_processor
 
     scale = fit_scale(scenario) if scale is None else scale
     t = time.monotonic()
-    sim = simulate(scenario, load_processor(processor_ref))
+    sim = simulate(scenario, processor_ref)  # contained, a fresh image per worker start, as the live workers
     live = run_live(scenario, broker, processor_ref, scale, wall_bound_s(scenario, scale), running=running,
                     namespace=namespace)
     sv, lv = check_all(sim.history, sim.final), check_all(live.outcome.history, live.outcome.final)

@@ -52,9 +52,16 @@ def discard(q: Queue, delivery: Delivery, consumer: str) -> bool:
 
 def handle(world, name: str, delivery: Delivery):
     """Worker ``name``'s handling of a tombstone (SimPy steps): after the ack latency,
-    discard it ("count_missing") or ack it ("ack"), as ``workers.on_tombstone`` says."""
+    discard it ("count_missing") or ack it ("ack"), as ``workers.on_tombstone`` says; a
+    paused worker does so when it resumes, and one cut off from the queue (a partition, a
+    broker restart) cannot: recorded ``ack_failed`` (``acksim.world.links``)."""
     queue = world.queue
     yield world.env.timeout(queue.config.ack_latency_s)
+    if world.links is not None:
+        yield from world.links.hold(name)
+        if not world.links.queue_reachable(name):
+            world.links.ack_failed(name, delivery, "tombstone")
+            return
     if world.scenario.workers.on_tombstone == "ack":
         queue.ack(delivery, name)
     else:
