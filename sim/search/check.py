@@ -293,6 +293,14 @@ def schedule(scenario: Scenario) -> list[str]:
         out.append(f"Workers(execution_timeout_s={scenario.workers.execution_timeout_s})")
     out += [f"SchedulerPause(start_s={a}, end_s={b})" for a, b in scenario.scheduler.paused]
     q = scenario.queue
+    mechanisms = {k: getattr(q, k) for k in ("prefetch", "ack_by", "redelivery", "sweep_interval_s", "recovery_sweep",
+                                              "heartbeat_ttl_s", "tombstones", "max_length")
+                  if getattr(q, k) != type(q).model_fields[k].default}
+    if mechanisms:  # the drawn mechanisms away from their defaults
+        out.append("Queue(" + ", ".join(f"{k}={v!r}" for k, v in mechanisms.items()) + ")")
+    sc = scenario.scheduler
+    if sc.order != "publish_then_record" or sc.publish_crash_probability:
+        out.append(f"Scheduler(order={sc.order!r}, publish_crash_probability={sc.publish_crash_probability})")
     out.append(f"Queue(visibility_timeout_s={q.visibility_timeout_s}, max_receive_count={q.max_receive_count}, "
                f"redrive_at_s={list(q.redrive_at_s)}) Workers(count={scenario.workers.count}) "
                f"Scheduler(mode={scenario.scheduler.mode!r}) seed={scenario.seed}")

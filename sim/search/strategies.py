@@ -298,6 +298,9 @@ def _check_scenario(draw, base: Scenario, max_accounts: int):
     for entry in (*faults["pauses"], *faults["partitions"]):  # a drawn worker that exists
         if "worker" in entry:
             entry["worker"] = min(entry["worker"], workers)
+    if queue.get("recovery_sweep", "none") != "none":  # no claimer: a live worker's lost ack or nack stays
+        faults["broker_restarts"] = []               # pending for good, whatever the design does
+        faults["partitions"] = [p for p in faults["partitions"] if p["between"] != "queue"]
     data["faults"].update(faults)
     data["queue"].update(queue)
     data["workers"]["count"] = workers
