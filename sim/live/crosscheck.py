@@ -4,8 +4,10 @@ Each row is one schedule: a scenario given on the command line, or one drawn fro
 ``acksim.search.strategies.check_scenarios`` around the check base with a candidate design
 (cycling through ``CANDIDATE_CYCLE``; ``pick`` keeps about a third that violate an invariant in
 the simulation). What the live mode cannot run is taken out of every schedule first, for both
-sides (``livable``): cron scheduling, kills, spurious duplicates, latency spikes, pauses,
-redrives, poison accounts; extensions are cut to ``EXTENSION_CAP_S`` (``compact``). Then both
+sides (``livable``): cron scheduling, kills, spurious duplicates, latency spikes, pauses at a
+delivery's store call (a pause of a worker at a time stays: SIGSTOP live), partitions, broker
+restarts (live, each a real server restart of seconds, and none on moto), redrives, poison
+accounts; extensions are cut to ``EXTENSION_CAP_S`` (``compact``). Then both
 sides get the broker's own queue (``for_broker``): the simulation's model of that broker's
 redelivery (``BROKER_QUEUE``: a claim for Redis, requeue on consumer death for RabbitMQ, the
 visibility timeout for SQS), the live harness's measured latencies, a visibility timeout of at
@@ -86,7 +88,9 @@ def livable(scenario: Scenario, design: dict | None = None) -> Scenario:
         data.setdefault(section, {}).update(values)
     data["stores"]["backend"] = "sqlite"
     data["scheduler"].update(mode="per_deadline", paused=[], instances=1, publish_crash_probability=0.0)
-    data["faults"].update(kills=[], duplicates=[], latency_spikes=[], poison_accounts=[], scheduler_stalls=[])
+    data["faults"].update(kills=[], duplicates=[], latency_spikes=[], poison_accounts=[], scheduler_stalls=[],
+                          partitions=[], broker_restarts=[],
+                          pauses=[p for p in data["faults"].get("pauses", []) if p.get("at_s") is not None])
     data["queue"].update(redrive_at_s=[], duplicate_probability=0.0)
     data["run"]["stop_on_processor_error"] = False
     data.pop("expect", None)
