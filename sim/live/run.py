@@ -45,6 +45,7 @@ DEFAULT_TIME_SCALE = 0.05  # wall seconds per virtual second
 TICK_S = 0.01  # wall seconds the loop sleeps at most between looks
 POLL_S = 0.1  # wall seconds between looks at the journals and the dead-letter target
 DEPLOY_JOIN_WALL_S = 2.0  # a deployment's SIGTERM: wall seconds to wait for the worker to be gone
+RECONNECT_WALL_S = 30.0  # after a broker restart: wall seconds the parent keeps trying to reconnect
 STOP_WAIT_WALL_S = 0.5  # a pause's SIGSTOP: wall seconds to wait for the process to show as stopped
 MAX_WORKER_FAILURES = 3  # worker processes ending with an error of their own (not a crash): the run stops
 
@@ -301,7 +302,7 @@ class LiveRun:
         self.stop.set()
         if self.restarting is not None:  # the wall bound met a restart: the broker back first
             self.restarting.join()
-            stop_reason = self._broker_back() or stop_reason
+            stop_reason = self._broker_back(publish=False) or stop_reason
         self._join_all()
         self._tail()
         up = self.broker_up
@@ -413,7 +414,8 @@ class LiveRun:
         self._paused[p.pid] = self._paused.get(p.pid, 0) + 1
         self._tail()  # every line it wrote before it stopped
         mid = self.holding.get(slot.name)
-        held = self.deliveries_seen[mid][-1] if mid is not None else None
+        held = next((d for d in reversed(self.deliveries_seen.get(mid, [])) if d[1] == slot.name), None)
+        mid = mid if held is not None else None
         self._pause_record("worker_paused", slot.name, mid, f"{duration_s:g} s")
         self.at(self.env.now + duration_s, ("resume", slot, p.pid, mid, held))
 
@@ -455,16 +457,27 @@ class LiveRun:
         self.journal.record(kind, name, message_id=mid, account_id=aid, cleanup_version=version, detail=detail)
 
     # --- broker restarts ------------------------------------------------------------------
-    def _broker_back(self) -> str:
-        """The restart is over: record "broker_restarted", reconnect, publish what waited,
-        record what the restart lost ("dropped"). Returns a stop reason when it did not come
-        back."""
+    def _broker_back(self, publish: bool = True) -> str:
+        """The restart is over: record "broker_restarted", reconnect, record what the restart
+        lost ("dropped"), publish what waited (unless ``publish`` is False: the run is over).
+        Returns a stop reason when the broker did not come back."""
         r, self.restarting = self.restarting, None
-        if r.error is not None:
+        error = r.error
+        if error is None:
+            deadline = time.monotonic() + RECONNECT_WALL_S
+            while True:  # a node that takes connections before its queues are ready
+                try:
+                    self.transport.reconnect()
+                    break
+                except Exception as exc:  # noqa: BLE001 - only a lost broker is retried
+                    if not self.transport.lost_connection(exc) or time.monotonic() > deadline:
+                        error = exc
+                        break
+                    time.sleep(0.2)
+        if error is not None:
             self.broker_up = False
-            return f"live: the broker did not come back after its restart ({type(r.error).__name__}: {r.error})"
+            return f"live: the broker did not come back after its restart ({type(error).__name__}: {error})"
         self.broker_downtimes.append(r.wall_s)
-        self.transport.reconnect()
         kept = self.transport.surviving_ids()
         # what the real broker did with its deliveries, in the simulation's words: RabbitMQ's
         # closed connections requeue them; Redis keeps its pending entries with an append-only
@@ -478,7 +491,7 @@ class LiveRun:
                 self.terminal.add(mid)
                 self.journal.record("dropped", "broker", message_id=mid, account_id=aid, cleanup_version=version,
                                     deadline=deadline_s, detail="broker_restart:not_persisted")
-        deferred, self.deferred = self.deferred, []
+        deferred, self.deferred = (self.deferred, []) if publish else ([], self.deferred)
         for aid, version, deadline_s in deferred:
             self._do(("publish", aid, version, deadline_s), None)
         return ""

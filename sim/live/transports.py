@@ -128,11 +128,17 @@ class RedisTransport(Transport):
         self._client, self._seen_dead = None, 0
 
     def client(self):
-        """A redis-py client (RESP2, strings) for this server."""
+        """A redis-py client (RESP2, strings) for this server. It retries a failed command once,
+        at once (a pooled connection a broker restart left dead reconnects), instead of
+        redis-py 8's ten retries with up to 10 s of backoff each: a worker whose broker is down
+        learns it at once and retries on its own loop (``acksim.live.worker``), so it is back
+        within ``RECONNECT_WALL_S`` of the server, and an ack sent while it is down fails."""
         import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
 
         return redis.Redis(host="127.0.0.1", port=self.port, protocol=2, decode_responses=True,
-                           socket_timeout=10)
+                           socket_timeout=10, retry=Retry(NoBackoff(), 1))
 
     def declare(self) -> None:
         """Create the stream and the consumer group (from the start of the stream)."""
