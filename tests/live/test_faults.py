@@ -195,3 +195,34 @@ def test_a_rabbitmq_restart_mid_job_requeues_the_delivery_and_it_runs_again(need
     # the real down time: the 5 wall s asked for, plus the node's stop and start
     (took,) = res.live["broker_restart_wall_s"]
     assert 250 * scale <= took <= 250 * scale + 40.0 and res.live["stop_reason"] == ""
+
+
+def test_a_broker_restart_defers_publishes_and_records_what_it_lost(tmp_path):
+    """While the broker is down a job due is recorded "publish_deferred" and published when it
+    is back; "broker_restarted" says what the broker did; a message the restart lost (Redis
+    without persistence) is recorded "dropped" and ends. No broker: a stand-in transport."""
+    from types import SimpleNamespace
+
+    from acksim.live.journal import Journal, read_journal
+    from acksim.live.run import LiveRun
+    from acksim.scenario import load, parse
+
+    data = load(ROOT / "scenarios" / "live-pause-stale-ack.toml").model_dump(exclude_none=True)
+    data["queue"]["on_broker_restart"] = "lost"
+    data["faults"] = {"broker_restarts": [{"at_s": 10.0, "down_s": 5.0}]}
+    r = LiveRun(parse(data, "t"), "redis", REF)
+    sent = []
+    r.transport = SimpleNamespace(reconnect=lambda: None, surviving_ids=lambda: {2}, publish=sent.append,
+                                  lost_connection=lambda exc: False)
+    r.journal = Journal(tmp_path / "j.jsonl", time.monotonic(), 1.0)
+    r.published = {1: ("p000", 1, 100.0), 2: ("p001", 1, 100.5)}
+    r.restarting = SimpleNamespace(error=None, wall_s=0.25)
+    r._do(("publish", "p002", 1, 101.0), None)
+    assert sent == [] and r.deferred == [("p002", 1, 101.0)]
+    assert r._broker_back() == "" and r.restarting is None and r.broker_downtimes == [0.25]
+    got = [(x["k"], x.get("message_id"), x.get("detail")) for x in read_journal(tmp_path / "j.jsonl")]
+    assert got == [("publish_deferred", None, "broker_down"), ("broker_restarted", None, "lost"),
+                   ("dropped", 1, "broker_restart:not_persisted"), ("published", 3, None)]
+    assert r.terminal == {1} and len(sent) == 1 and '"message_id":3' in sent[0]
+    r.restarting = SimpleNamespace(error=RuntimeError("port in use"), wall_s=1.0)
+    assert r._broker_back().startswith("live: the broker did not come back") and not r.broker_up
