@@ -484,7 +484,7 @@ class LiveRun:
         # file (started with one unless the scenario says "lost"), else loses everything
         persisted = self.sc.queue.on_broker_restart != "lost" or self.running is not None
         what = "requeue" if self.kind == "rabbitmq" else "lease" if persisted else "lost"
-        self.journal.record("broker_restarted", "broker", detail=what)
+        self.journal.record("broker_restarted", "broker", at=r.up_at, detail=what)  # when it answered
         if kept is not None:
             for mid in sorted(self.published.keys() - self.terminal - kept):
                 aid, version, deadline_s = self.published[mid]
@@ -597,6 +597,7 @@ class BrokerOutage:
 
         self.broker, self.down_wall_s, self.hard = broker, down_wall_s, hard
         self.wall_s = 0.0
+        self.up_at: float | None = None  # the wall time (monotonic) it answered again
         self.error: BaseException | None = None
         self._cancel = threading.Event()
         self._thread = threading.Thread(target=self._run, name="acksim-broker-restart", daemon=True)
@@ -610,7 +611,8 @@ class BrokerOutage:
             self.broker.start()
         except BaseException as exc:  # noqa: BLE001 - reported to the loop, which stops the run
             self.error = exc
-        self.wall_s = time.monotonic() - t
+        self.up_at = time.monotonic()
+        self.wall_s = self.up_at - t
 
     def done(self) -> bool:
         return not self._thread.is_alive()
