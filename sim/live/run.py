@@ -183,6 +183,7 @@ class LiveRun:
         self.restarting: BrokerOutage | None = None  # the broker restart under way
         self.deferred: list[tuple[str, int, float]] = []  # jobs published while the broker was down
         self.broker_up = True  # False once a restart failed to bring it back
+        self.persistent = False  # Redis runs with an append-only file (set by ``run``)
         self.broker_downtimes: list[float] = []  # wall s of each broker restart, stop to ready
 
     # --- scheduling on the wall clock -----------------------------------------------------
@@ -198,6 +199,7 @@ class LiveRun:
             tmp = Path(tempfile.mkdtemp(prefix="acksim-live-"))
             stack.callback(shutil.rmtree, tmp, True)
             persistent = bool(self.sc.faults.broker_restarts) and self.sc.queue.on_broker_restart != "lost"
+            self.persistent = persistent and self.running is None  # a shared broker is as it was started
             broker = (self.running if self.running is not None
                       else stack.enter_context(broker_context(self.kind, persistent)))
             stack.callback(self._end_broker_restart)  # before the broker is stopped
@@ -482,8 +484,7 @@ class LiveRun:
         # what the real broker did with its deliveries, in the simulation's words: RabbitMQ's
         # closed connections requeue them; Redis keeps its pending entries with an append-only
         # file (started with one unless the scenario says "lost"), else loses everything
-        persisted = self.sc.queue.on_broker_restart != "lost" or self.running is not None
-        what = "requeue" if self.kind == "rabbitmq" else "lease" if persisted else "lost"
+        what = "requeue" if self.kind == "rabbitmq" else "lease" if self.persistent else "lost"
         self.journal.record("broker_restarted", "broker", at=r.up_at, detail=what)  # when it answered
         if kept is not None:
             for mid in sorted(self.published.keys() - self.terminal - kept):
