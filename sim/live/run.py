@@ -203,6 +203,12 @@ class LiveRun:
             broker = (self.running if self.running is not None
                       else stack.enter_context(broker_context(self.kind, persistent)))
             stack.callback(self._end_broker_restart)  # before the broker is stopped
+            if self.sc.faults.broker_restarts:  # pika logs the lost connection of a restart with a traceback
+                import logging
+
+                log = logging.getLogger("pika")
+                stack.callback(log.setLevel, log.level)
+                log.setLevel(logging.CRITICAL)
             return self._run(broker, tmp, stack)
 
     def _run(self, broker, tmp: Path, stack: ExitStack) -> LiveResult:

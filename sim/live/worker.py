@@ -82,6 +82,11 @@ def run_worker(cfg: WorkerConfig, deliveries, stop) -> None:
             journal.record("tx_rolled_back", cfg.name, detail="crash", **fields, deadline=d.body["deadline_s"])
         os.kill(os.getpid(), signal.SIGKILL)
 
+    import logging
+
+    # a broker restart makes pika log each lost connection with a traceback; the worker's
+    # journal records what happened (ack_failed), and its own loop reconnects
+    logging.getLogger("pika").setLevel(logging.CRITICAL)
     signal.signal(signal.SIGTERM, lambda *_: die("deployment"))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops us
     processor = load_processor(cfg.processor_ref, "processor")

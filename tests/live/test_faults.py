@@ -187,11 +187,15 @@ def test_a_rabbitmq_restart_mid_job_requeues_the_delivery_and_it_runs_again(need
         got = _of(h, "delivered", 1)
         # back once the broker is (live, a worker may take it a moment before the parent has
         # recorded the restart: it polls every 0.2 wall s, the parent's probe every 0.1 s)
-        assert [d.receive_count for d in got] == [1, 2] and got[1].time >= down.time + 250.0, (side, got)
+        # RabbitMQ 3.10.8 counts the return of the lost connection's delivery in x-delivery-count:
+        # once, or (seen in one run of three here) twice
+        counts = [d.receive_count for d in got]
+        assert counts[0] == 1 and counts[1] in ((2,) if side == "sim" else (2, 3)) and len(counts) == 2, (side, got)
+        assert got[1].time >= down.time + 250.0, (side, got)
         (failed,) = _of(h, "ack_failed", 1)
         assert (failed.actor, failed.detail, failed.receive_count) == (got[0].actor, "ack:broker_down", 1), side
         assert down.time < failed.time < up.time and 258.0 <= failed.time <= 300.0, (side, failed)
-        assert [(r.actor, r.receive_count) for r in _of(h, "acked", 1)] == [(got[1].actor, 2)], side
+        assert [(r.actor, r.receive_count) for r in _of(h, "acked", 1)] == [(got[1].actor, counts[1])], side
         assert len(_of(h, "cleanup_applied")) == 1 and all(_holds(o).values()), side
         assert [m[0] for m in o.final.markers] == ["p000"], side
     # the real down time: the 5 wall s asked for, plus the node's stop and start
