@@ -232,3 +232,38 @@ def test_a_broker_restart_defers_publishes_and_records_what_it_lost(tmp_path):
     assert r.terminal == {1} and len(sent) == 1 and '"message_id":3' in sent[0]
     r.restarting = SimpleNamespace(error=RuntimeError("port in use"), wall_s=1.0)
     assert r._broker_back().startswith("live: the broker did not come back") and not r.broker_up
+
+
+@pytest.mark.live
+@pytest.mark.timeout(60)
+def test_a_redis_restart_keeps_the_pending_entry_and_a_claim_runs_it_again(need):
+    """live-broker-restart's job on Redis Streams (40 s of work, down 40 s from 70 s), next to
+    its simulation: started with an append-only file, the server keeps the stream, the group
+    and the pending entry; the ack sent while it is down fails; once the entry is idle for the
+    min idle time (60 s after its delivery) a claim takes it and the second run finds the work
+    done. Virtual s."""
+    need("redis")
+    from acksim.live.run import run_live
+    from acksim.scenario import load, parse
+    from acksim.world.core import simulate
+
+    data = load(ROOT / "scenarios" / "live-broker-restart.toml").model_dump(exclude_none=True)
+    data["queue"] = {"preset": "redis-streams", "visibility_timeout_s": 60.0, "sweep_interval_s": 2.0,
+                     "ack_latency_s": 0.0}
+    data["workers"]["service_time_mean_s"] = 40.0
+    data["faults"]["broker_restarts"] = [{"at_s": 70.0, "down_s": 40.0}]
+    sc = parse(data, "redis-restart")
+    sim, res = simulate(sc), run_live(sc, "redis", REF, 0.05)
+    for side, o in (("sim", sim), ("live", res.outcome)):
+        h = o.history
+        (down,), (up,) = _of(h, "broker_down"), _of(h, "broker_restarted")
+        assert (down.detail, up.detail) == ("40 s", "lease") and 40.0 <= up.time - down.time <= 60.0, (side, up)
+        (failed,) = _of(h, "ack_failed", 1)
+        assert failed.detail == "ack:broker_down" and down.time < failed.time < up.time, side
+        got = _of(h, "delivered", 1)
+        assert [d.receive_count for d in got] == [1, 2] and 120.0 <= got[1].time <= 135.0, (side, got)
+        assert [r.detail for r in _of(h, "visibility_expired", 1)] == ["claimed"], side
+        assert len(_of(h, "acked", 1)) == 1 and len(_of(h, "cleanup_applied")) == 1, side
+        assert all(_holds(o).values()) and [m[0] for m in o.final.markers] == ["p000"], side
+    (took,) = res.live["broker_restart_wall_s"]
+    assert 2.0 <= took <= 12.0
