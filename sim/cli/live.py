@@ -67,7 +67,7 @@ def live_scenario(args):
         ref = f"{cand.processor.__module__}:{cand.processor.__name__}"
     design.setdefault("stores", {})["backend"] = "sqlite"
     scenario = base_scenario(scenario, design)
-    check_live_scenario(scenario)
+    check_live_scenario(scenario, args.broker)
     ref = ref or scenario.processor
     check_loads(ref, "--processor" if args.processor else "processor")  # loaded in a child, not here
     return scenario, ref, scale

@@ -5,8 +5,10 @@ Each row is one schedule: a scenario given on the command line, or one drawn fro
 (cycling through ``CANDIDATE_CYCLE``; ``pick`` keeps about a third that violate an invariant in
 the simulation). What the live mode cannot run is taken out of every schedule first, for both
 sides (``livable``): cron scheduling, kills, spurious duplicates, latency spikes, pauses,
-redrives, poison accounts, and (for now) process pauses, partitions, broker restarts, time
-limits, prefetch, ack by id, recovery sweeps, tombstones and record-then-publish; extensions are cut to ``EXTENSION_CAP_S`` (``compact``). Then both
+redrives, poison accounts, and (for now) process pauses (``acksim live`` runs a worker's pause
+and a broker restart for real, but the agreement was measured without them), partitions, broker
+restarts, time limits, prefetch, ack by id, recovery sweeps, tombstones and record-then-publish;
+extensions are cut to ``EXTENSION_CAP_S`` (``compact``). Then both
 sides get the broker's own queue (``for_broker``): the simulation's model of that broker's
 redelivery (``BROKER_QUEUE``: a claim for Redis, requeue on consumer death for RabbitMQ, the
 visibility timeout for SQS), the live harness's measured latencies, a visibility timeout of at

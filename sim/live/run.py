@@ -45,6 +45,8 @@ DEFAULT_TIME_SCALE = 0.05  # wall seconds per virtual second
 TICK_S = 0.01  # wall seconds the loop sleeps at most between looks
 POLL_S = 0.1  # wall seconds between looks at the journals and the dead-letter target
 DEPLOY_JOIN_WALL_S = 2.0  # a deployment's SIGTERM: wall seconds to wait for the worker to be gone
+RECONNECT_WALL_S = 30.0  # after a broker restart: wall seconds the parent keeps trying to reconnect
+STOP_WAIT_WALL_S = 0.5  # a pause's SIGSTOP: wall seconds to wait for the process to show as stopped
 MAX_WORKER_FAILURES = 3  # worker processes ending with an error of their own (not a crash): the run stops
 
 
@@ -53,12 +55,15 @@ class BrokerMissing(ScenarioError):
 
 
 @contextmanager
-def broker_context(kind: str):
+def broker_context(kind: str, persistent: bool = False):
     """Start broker ``kind`` for the block, stop it after; raises ``BrokerMissing`` when its
-    binary or client module is not installed."""
+    binary or client module is not installed. ``persistent``: Redis keeps an append-only file
+    (``appendfsync everysec``, Redis's default for it) so a restart keeps the stream, the group
+    and its pending entries; RabbitMQ's quorum queues persist anyway, moto never does."""
     from acksim.live import brokers
 
-    makers = {"redis": brokers.redis_server, "rabbitmq": brokers.rabbitmq_server, "sqs": brokers.sqs_server}
+    makers = {"redis": (lambda: brokers.redis_server(appendonly=True)) if persistent else brokers.redis_server,
+              "rabbitmq": brokers.rabbitmq_server, "sqs": brokers.sqs_server}
     cm = makers[kind]()
     try:
         broker = cm.__enter__()
@@ -73,8 +78,15 @@ def broker_context(kind: str):
         cm.__exit__(None, None, None)
 
 
-def check_live_scenario(sc: Scenario) -> None:
-    """Refuse what the live mode cannot run (one line naming the field; ``ScenarioError``)."""
+def check_live_scenario(sc: Scenario, broker: str | None = None) -> None:
+    """Refuse what the live mode cannot run (one line naming the field; ``ScenarioError``);
+    ``broker`` ("redis", "rabbitmq", "sqs"; None: any) refuses what one broker cannot do."""
+    if any(p.delivery is not None for p in sc.faults.pauses):
+        raise ScenarioError("faults.pauses: a pause at a delivery's store call (delivery, call) has no live mode; "
+                            "pause a worker at a time instead (worker, at_s)")
+    if broker == "sqs" and sc.faults.broker_restarts:
+        raise ScenarioError("faults.broker_restarts: moto (the live SQS) keeps its queues in memory, so a restart "
+                            "would lose them, which SQS never does; use --broker redis or rabbitmq")
     if sc.fanout.updates:
         raise ScenarioError("fanout.updates: the shipment fan-out design has no live mode")
     if sc.stores.isolation != "serializable":
@@ -152,7 +164,7 @@ class LiveRun:
 
     def __init__(self, scenario: Scenario, broker: str, processor_ref: str, time_scale: float = DEFAULT_TIME_SCALE,
                  max_wall_s: float | None = None, running=None, namespace: str = "") -> None:
-        check_live_scenario(scenario)
+        check_live_scenario(scenario, broker)
         self.sc, self.kind, self.ref, self.scale = scenario, broker, processor_ref, time_scale
         self.max_wall_s = max_wall_s
         self.running, self.namespace = running, namespace
@@ -165,7 +177,13 @@ class LiveRun:
         self.worker_failures: list[str] = []
         self.deployments_running = 0
         self._offsets: dict[str, int] = {}
-        self._paused: set[int] = set()  # SIGSTOPped worker pids (resumed before they are killed)
+        self._paused: dict[int, int] = {}  # SIGSTOPped worker pid -> open pauses (resumed before a kill)
+        self.deliveries_seen: dict[int, list[tuple[float, str, int]]] = {}  # message -> (wall, actor, count)
+        self.acked_by: dict[int, str] = {}  # message -> the worker whose ack ended it
+        self.restarting: BrokerOutage | None = None  # the broker restart under way
+        self.deferred: list[tuple[str, int, float]] = []  # jobs published while the broker was down
+        self.broker_up = True  # False once a restart failed to bring it back
+        self.persistent = False  # Redis runs with an append-only file (set by ``run``)
         self.broker_downtimes: list[float] = []  # wall s of each broker restart, stop to ready
 
     # --- scheduling on the wall clock -----------------------------------------------------
@@ -180,7 +198,17 @@ class LiveRun:
         with ExitStack() as stack:
             tmp = Path(tempfile.mkdtemp(prefix="acksim-live-"))
             stack.callback(shutil.rmtree, tmp, True)
-            broker = self.running if self.running is not None else stack.enter_context(broker_context(self.kind))
+            persistent = bool(self.sc.faults.broker_restarts) and self.sc.queue.on_broker_restart != "lost"
+            self.persistent = persistent and self.running is None  # a shared broker is as it was started
+            broker = (self.running if self.running is not None
+                      else stack.enter_context(broker_context(self.kind, persistent)))
+            stack.callback(self._end_broker_restart)  # before the broker is stopped
+            if self.sc.faults.broker_restarts:  # pika logs the lost connection of a restart with a traceback
+                import logging
+
+                log = logging.getLogger("pika")
+                stack.callback(log.setLevel, log.level)
+                log.setLevel(logging.CRITICAL)
             return self._run(broker, tmp, stack)
 
     def _run(self, broker, tmp: Path, stack: ExitStack) -> LiveResult:
@@ -190,7 +218,7 @@ class LiveRun:
         no_claimer = sc.queue.redelivery == "claim" and sc.queue.sweep_interval_s == 0
         transport = make_transport(broker, sc.queue.visibility_timeout_s * self.scale, self.deliveries_before_dead_letter,
                                    self.namespace, claim=not no_claimer)
-        stack.callback(transport.close)
+        stack.callback(_quietly, transport.close)  # a broker that did not come back: nothing to close
         if self.running is not None:  # a shared broker: leave it as found
             stack.callback(_quietly, transport.drop)
         transport.declare()
@@ -215,8 +243,14 @@ class LiveRun:
         self.env.process(renewals.run())
         for dep in sorted(sc.faults.deployments, key=lambda d: d.at_s):
             self.at(dep.at_s, ("deploy", dep.worker_down_s))
+        for p in sorted((p for p in sc.faults.pauses if p.at_s is not None), key=lambda p: (p.at_s, p.worker)):
+            self.at(p.at_s, ("pause", p.worker - 1, p.duration_s))
+        for r in sorted(sc.faults.broker_restarts, key=lambda r: r.at_s):
+            self.at(r.at_s, ("broker_restart", r.down_s, False))
         planned_end = max([max(deadlines.values(), default=0.0), ops[-1].at_s if ops else 0.0,
-                           *(d.at_s + sc.workers.count * d.worker_down_s for d in sc.faults.deployments)])
+                           *(d.at_s + sc.workers.count * d.worker_down_s for d in sc.faults.deployments),
+                           *(p.at_s + p.duration_s for p in sc.faults.pauses if p.at_s is not None),
+                           *(r.at_s + r.down_s for r in sc.faults.broker_restarts)])
         wl = sc.workload  # a roll-over, an extension or a new term arms one more deadline past the plan
         longest_extension = (max((s.amount_s for s in sc.plan.steps), default=0.0) if sc.plan.accounts
                              else wl.extension_s[1])
@@ -243,15 +277,20 @@ class LiveRun:
                 _t, _f, _n, item = heapq.heappop(self._heap)
                 self._do(item, renewals)
             wall = time.monotonic()
+            if self.restarting is not None and self.restarting.done():
+                stop_reason = self._broker_back()
+                if stop_reason:
+                    break
             if wall - last_poll >= POLL_S:
                 last_poll = wall
                 self._tail()
-                for mid in transport.poll_dead_letters():
-                    self._dead_lettered(mid)
+                if self.restarting is None:
+                    for mid in transport.poll_dead_letters():
+                        self._dead_lettered(mid)
                 self._watch_workers()
                 if (now >= planned_end and renewals.pending == 0 and not self._pending_publishes()
                         and not self.deployments_running and self.published.keys() <= self.terminal
-                        and not self.holding):
+                        and not self.holding and self.restarting is None and not self.deferred):
                     break
             if len(self.worker_failures) >= MAX_WORKER_FAILURES:
                 stop_reason = (f"live: {len(self.worker_failures)} worker processes failed "
@@ -269,11 +308,15 @@ class LiveRun:
 
         end_s = parent.now()
         self.stop.set()
+        if self.restarting is not None:  # the wall bound met a restart: the broker back first
+            self.restarting.join()
+            stop_reason = self._broker_back(publish=False) or stop_reason
         self._join_all()
         self._tail()
-        for mid in transport.poll_dead_letters():
+        up = self.broker_up
+        for mid in transport.poll_dead_letters() if up else ():
             self._dead_lettered(mid)
-        dlq = tuple(sorted(set(self.dead) | set(transport.dead_letter_ids())))
+        dlq = tuple(sorted(set(self.dead) | set(transport.dead_letter_ids() if up else ())))
         s = db.session()
         try:
             final = FinalState(tuple(s.accounts.all()), tuple(s.cleanup_store.markers()), tuple(s.outbox.events()),
@@ -290,7 +333,9 @@ class LiveRun:
                 "start_method": ctx.get_start_method(), "queue": transport.describe(),
                 "not_live": ["outbox relay and mail provider (no reminder_sent records)",
                              "visibility expiries are not observed (no visibility_expired records)",
-                             "store latency, latency spikes, pauses, kills, broker restarts, spurious duplicates"],
+                             "store latency, latency spikes, kills, partitions, spurious duplicates",
+                             "pauses at a delivery's store call (refused)"],
+                "broker_restart_wall_s": [round(d, 3) for d in self.broker_downtimes],
                 "worker_failures": self.worker_failures[:5], "stop_reason": stop_reason}
         return LiveResult(Outcome(history, final), live)
 
@@ -309,6 +354,11 @@ class LiveRun:
             self.at(self.env.now + ev.delay, ("step", gen))
         elif what == "publish":
             _w, aid, version, deadline_s = item
+            if self.restarting is not None:  # the publisher's client retries it once the broker is back
+                self.journal.record("publish_deferred", "scheduler", account_id=aid, cleanup_version=version,
+                                    deadline=deadline_s, detail="broker_down")
+                self.deferred.append((aid, version, deadline_s))
+                return
             mid = len(self.published) + 1
             self.published[mid] = (aid, version, deadline_s)
             now = self.journal.now()
@@ -340,23 +390,15 @@ class LiveRun:
                 self.at(slot.down_until, ("restart", slot))
             self.at(now + down_s, ("deploy_one", i + 1, down_s))
         elif what == "pause":  # ("pause", worker index, down_s): SIGSTOP now, SIGCONT down_s later
-            from acksim.live.faults import pause
-
-            _w, i, down_s = item
-            slot = self.slots[i]
-            if slot.proc is not None and slot.proc.is_alive() and pause(slot.proc.pid):
-                self._paused.add(slot.proc.pid)
-                self.at(self.env.now + down_s, ("resume", slot.proc.pid))
+            self._pause(self.slots[item[1]], item[2])
         elif what == "resume":
-            from acksim.live.faults import resume
-
-            self._paused.discard(item[1])
-            resume(item[1])
+            self._resume(*item[1:])
         elif what == "broker_restart":  # ("broker_restart", down_s, hard): the server stops and comes back
-            from acksim.live.faults import restart_broker
-
             _w, down_s, hard = item
-            self.broker_downtimes.append(restart_broker(self.broker, down_s * self.scale, hard))
+            if self.restarting is not None:  # still down from the last one: it comes back once
+                return
+            self.journal.record("broker_down", "broker", detail=f"{down_s:g} s")
+            self.restarting = BrokerOutage(self.broker, down_s * self.scale, hard)
         elif what == "restart":
             slot = item[1]
             if slot.down_until is not None and slot.down_until <= self.env.now + 1e-9 and not self.stop.is_set():
@@ -364,6 +406,109 @@ class LiveRun:
                     return  # the SIGTERM of a deployment not yet acted on
                 self.journal.record("restarted", slot.name)
                 self._spawn(slot)
+
+    # --- pauses: SIGSTOP, SIGCONT, and what the history says of the held lease ----------------
+    def _pause(self, slot: _Slot, duration_s: float) -> None:
+        """SIGSTOP worker ``slot`` now for ``duration_s`` virtual s; record "worker_paused" with the
+        delivery it holds (from its journal, read once it has stopped), as the simulation's."""
+        from acksim.live.faults import pause, process_state
+
+        p = slot.proc
+        if p is None or not p.is_alive() or not pause(p.pid):
+            return  # down already (a crash, a deployment): nothing to pause, as in the simulation
+        deadline = time.monotonic() + STOP_WAIT_WALL_S
+        while process_state(p.pid) not in ("T", "") and time.monotonic() < deadline:
+            time.sleep(0.001)
+        self._paused[p.pid] = self._paused.get(p.pid, 0) + 1
+        self._tail()  # every line it wrote before it stopped
+        mid = self.holding.get(slot.name)
+        held = next((d for d in reversed(self.deliveries_seen.get(mid, [])) if d[1] == slot.name), None)
+        mid = mid if held is not None else None
+        self._pause_record("worker_paused", slot.name, mid, f"{duration_s:g} s")
+        self.at(self.env.now + duration_s, ("resume", slot, p.pid, mid, held))
+
+    def _resume(self, slot: _Slot, pid: int, mid: int | None, held) -> None:
+        """The end of a pause: record "worker_resumed" (unless the process died meanwhile: then
+        nothing resumes, as in the simulation), then SIGCONT, unless another pause still holds it.
+        The lease of ``mid`` (delivered at ``held``: wall s, actor, receive count) is
+        "lease_moved" when the journals show a later delivery of it or its end by another
+        worker, "lease_lapsed" when its visibility timeout (Redis: the claim's min idle) has
+        passed on the wall clock without that, else "lease_held" (RabbitMQ: always, it has no
+        visibility timeout; a connection the broker closed would show at the redelivery)."""
+        from acksim.live.faults import resume
+
+        open_pauses = self._paused.get(pid, 0) - 1
+        if open_pauses > 0:
+            self._paused[pid] = open_pauses
+        else:
+            self._paused.pop(pid, None)
+        alive = slot.proc is not None and slot.proc.pid == pid and slot.proc.is_alive()
+        if alive:
+            self._tail()
+            why = "" if mid is None else self._lease(mid, held)
+            self._pause_record("worker_resumed", slot.name, mid, why)
+        if open_pauses <= 0:
+            resume(pid)
+
+    def _lease(self, mid: int, held) -> str:
+        wall, actor, _count = held
+        later = [d for d in self.deliveries_seen.get(mid, []) if d[0] > wall]
+        if later or (mid in self.terminal and self.acked_by.get(mid) != actor):
+            return "lease_moved"
+        lapses = self.kind != "rabbitmq"
+        if lapses and time.monotonic() - wall >= self.transport.visibility_s:
+            return "lease_lapsed"
+        return "lease_held"
+
+    def _pause_record(self, kind: str, name: str, mid: int | None, detail: str) -> None:
+        aid, version, _deadline = self.published[mid] if mid is not None else (None, None, None)
+        self.journal.record(kind, name, message_id=mid, account_id=aid, cleanup_version=version, detail=detail)
+
+    # --- broker restarts ------------------------------------------------------------------
+    def _broker_back(self, publish: bool = True) -> str:
+        """The restart is over: record "broker_restarted", reconnect, record what the restart
+        lost ("dropped"), publish what waited (unless ``publish`` is False: the run is over).
+        Returns a stop reason when the broker did not come back."""
+        r, self.restarting = self.restarting, None
+        error = r.error
+        if error is None:
+            deadline = time.monotonic() + RECONNECT_WALL_S
+            while True:  # a node that takes connections before its queues are ready
+                try:
+                    self.transport.reconnect()
+                    break
+                except Exception as exc:  # noqa: BLE001 - only a lost broker is retried
+                    if not self.transport.lost_connection(exc) or time.monotonic() > deadline:
+                        error = exc
+                        break
+                    time.sleep(0.2)
+        if error is not None:
+            self.broker_up = False
+            return f"live: the broker did not come back after its restart ({type(error).__name__}: {error})"
+        self.broker_downtimes.append(r.wall_s)
+        kept = self.transport.surviving_ids()
+        # what the real broker did with its deliveries, in the simulation's words: RabbitMQ's
+        # closed connections requeue them; Redis keeps its pending entries with an append-only
+        # file (started with one unless the scenario says "lost"), else loses everything
+        what = "requeue" if self.kind == "rabbitmq" else "lease" if self.persistent else "lost"
+        self.journal.record("broker_restarted", "broker", at=r.up_at, detail=what)  # when it answered
+        if kept is not None:
+            for mid in sorted(self.published.keys() - self.terminal - kept):
+                aid, version, deadline_s = self.published[mid]
+                self.terminal.add(mid)
+                self.journal.record("dropped", "broker", message_id=mid, account_id=aid, cleanup_version=version,
+                                    deadline=deadline_s, detail="broker_restart:not_persisted")
+        deferred, self.deferred = (self.deferred, []) if publish else ([], self.deferred)
+        for aid, version, deadline_s in deferred:
+            self._do(("publish", aid, version, deadline_s), None)
+        return ""
+
+    def _end_broker_restart(self) -> None:
+        """On the way out (an error, Ctrl-C): let a restart under way finish, so the broker it
+        started is the one stopped."""
+        if self.restarting is not None:
+            self.restarting.cancel()
+            self.restarting.join()
 
     def _spawn(self, slot: _Slot) -> None:
         slot.incarnation += 1
@@ -408,9 +553,12 @@ class LiveRun:
                     self.terminal.add(mid)
                 if k == "dead_lettered":
                     self.dead.append(mid)
+                if k == "acked":
+                    self.acked_by.setdefault(mid, actor)
                 if k == "delivered":
                     self.holding[actor] = mid
-                elif k in ("acked", "ack_stale", "nacked", "crashed"):
+                    self.deliveries_seen.setdefault(mid, []).append((line["w"], actor, line.get("receive_count", 0)))
+                elif k in ("acked", "ack_stale", "nacked", "crashed", "ack_failed"):
                     self.holding.pop(actor, None)
 
     @property
@@ -442,13 +590,54 @@ class LiveRun:
     def _kill_all(self) -> None:
         from acksim.live.faults import resume
 
-        for pid in list(getattr(self, "_paused", ())):
+        for pid in list(getattr(self, "_paused", {})):
             resume(pid)  # a stopped process would not die of SIGTERM; resume before the kill
+        self._paused = {}
         for slot in getattr(self, "slots", []):
             p = slot.proc
             if p is not None and p.is_alive():
                 os.kill(p.pid, signal.SIGKILL)
                 p.join(5.0)
+
+
+class BrokerOutage:
+    """A broker restart under way, in a thread of its own so the parent's loop goes on (the
+    lifecycle commits, worker restarts, journals): stop the server (SIGTERM, or SIGKILL when
+    ``hard``), wait ``down_wall_s``, start it again on the same port and data folder
+    (``Broker.stop`` / ``Broker.start``). ``wall_s``: wall seconds from the stop to ready;
+    ``error``: what the stop or start raised (``BrokerStartError``, ``BrokerStopError``)."""
+
+    def __init__(self, broker, down_wall_s: float, hard: bool = False) -> None:
+        import threading
+
+        self.broker, self.down_wall_s, self.hard = broker, down_wall_s, hard
+        self.wall_s = 0.0
+        self.up_at: float | None = None  # the wall time (monotonic) it answered again
+        self.error: BaseException | None = None
+        self._cancel = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="acksim-broker-restart", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        t = time.monotonic()
+        try:
+            self.broker.stop(hard=self.hard)
+            self._cancel.wait(self.down_wall_s)
+            self.broker.start()
+        except BaseException as exc:  # noqa: BLE001 - reported to the loop, which stops the run
+            self.error = exc
+        self.up_at = time.monotonic()
+        self.wall_s = self.up_at - t
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def cancel(self) -> None:
+        """Cut the down time short (the run is ending)."""
+        self._cancel.set()
+
+    def join(self) -> None:
+        self._thread.join()
 
 
 class _LiveWorld:

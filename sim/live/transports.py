@@ -78,6 +78,21 @@ class Transport:
     def drop(self) -> None:
         """Delete this run's queues (streams, exchanges) from the broker; best effort."""
 
+    def lost_connection(self, exc: BaseException) -> bool:
+        """Whether ``exc``, raised by this broker's client, means the broker went away (a
+        restart): the caller reconnects and retries instead of failing."""
+        return isinstance(exc, ConnectionError)
+
+    def reconnect(self) -> None:
+        """The parent's connection again after a broker restart, the queue declared again
+        where the restart lost it (idempotent). Raises what the client raises."""
+        self.declare()
+
+    def surviving_ids(self) -> set[int] | None:
+        """After a restart, the message ids the broker still holds (waiting or in flight), or
+        None when this broker cannot be looked into without taking them."""
+        return None
+
     def describe(self) -> dict:
         """What the live section of summary.json says about the queue."""
         return {"visibility_timeout_wall_s": self.visibility_s, "max_receive_count": self.max_receive_count,
@@ -113,16 +128,49 @@ class RedisTransport(Transport):
         self._client, self._seen_dead = None, 0
 
     def client(self):
-        """A redis-py client (RESP2, strings) for this server."""
+        """A redis-py client (RESP2, strings) for this server. It retries a failed command once,
+        at once (a pooled connection a broker restart left dead reconnects), instead of
+        redis-py 8's ten retries with up to 10 s of backoff each: a worker whose broker is down
+        learns it at once and retries on its own loop (``acksim.live.worker``), so it is back
+        within ``RECONNECT_WALL_S`` of the server, and an ack sent while it is down fails."""
         import redis
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
 
         return redis.Redis(host="127.0.0.1", port=self.port, protocol=2, decode_responses=True,
-                           socket_timeout=10)
+                           socket_timeout=10, retry=Retry(NoBackoff(), 1))
 
     def declare(self) -> None:
         """Create the stream and the consumer group (from the start of the stream)."""
         self._client = self.client()
         self._client.xgroup_create(self.stream, self.group, id="0", mkstream=True)
+
+    def lost_connection(self, exc: BaseException) -> bool:
+        """A redis-py connection or timeout error (the server is down or loading its append-only
+        file), or NOGROUP (a restart without persistence lost the group; the parent declares it
+        again)."""
+        import redis
+
+        if isinstance(exc, redis.exceptions.ResponseError):
+            return str(exc).startswith("NOGROUP")
+        return isinstance(exc, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, ConnectionError))
+
+    def reconnect(self) -> None:
+        """A new client; the stream and group created again if the restart lost them."""
+        import redis
+
+        if self._client is not None:
+            self._client.close()
+        self._client = self.client()
+        try:
+            self._client.xgroup_create(self.stream, self.group, id="0", mkstream=True)
+        except redis.exceptions.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    def surviving_ids(self) -> set[int] | None:
+        """Message ids whose entry is in the stream now (after a restart: what persisted)."""
+        return {json.loads(f["body"])["message_id"] for _id, f in self._client.xrange(self.stream)}
 
     def publish(self, body: str) -> None:
         """XADD one entry."""
@@ -266,6 +314,25 @@ class RabbitTransport(Transport):
     def dead_letter_ids(self) -> list[int]:
         return self.poll_dead_letters()
 
+    def lost_connection(self, exc: BaseException) -> bool:
+        """Any pika AMQP error (a connection closed by the broker, a lost stream, a channel on a
+        closed connection, a refused connection while the node is down) or a socket error."""
+        import pika.exceptions
+
+        return isinstance(exc, (pika.exceptions.AMQPError, ConnectionError))
+
+    def reconnect(self) -> None:
+        """A new connection and channel; the queues declared again (idempotent: a quorum queue
+        survives the restart)."""
+        self.close_quietly()
+        self.declare()
+
+    def close_quietly(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - a connection the broker already dropped
+            pass
+
     def drop(self) -> None:
         """Delete the job queue, the dead-letter queue and exchange."""
         if self._ch is not None and self._ch.is_open:
@@ -363,6 +430,12 @@ class SqsTransport(Transport):
 
     def publish(self, body: str) -> None:
         self._client.send_message(QueueUrl=self.queue_url, MessageBody=body)
+
+    def lost_connection(self, exc: BaseException) -> bool:
+        """botocore's HTTP client errors (connection refused, closed, timed out)."""
+        from botocore.exceptions import HTTPClientError
+
+        return isinstance(exc, (HTTPClientError, ConnectionError))
 
     def poll_dead_letters(self) -> list[int]:
         """Message ids newly in the dead-letter queue (received with a long visibility, never

@@ -8,7 +8,13 @@ retried after a jittered backoff, then nacked; an error of the processor's own i
 and nacked. A crash is real: the process records "crashed" and sends itself SIGKILL, so its
 connection to the broker and its SQLite transaction die with it; the parent restarts it after
 ``workers.restart_delay_s``. SIGTERM (a deployment) is the same crash, phase "deployment".
-Between deliveries the worker leaves when the parent sets the stop event.
+The job's own work (``workers.service_time_mean_s``, placed at ``service_time_at``) is a
+sleep of that many virtual seconds, scaled. A broker that goes away (a broker restart) is
+survived: a receive that fails on a lost connection is retried on a new one every
+``RECONNECT_WALL_S`` until the broker is back, and an ack or nack that fails is recorded
+"ack_failed" (detail "ack:broker_down" or "nack:broker_down", as the simulation's) and left
+to the broker's own redelivery. Between deliveries the worker leaves when the parent sets the
+stop event. SIGSTOP / SIGCONT (a pause) need nothing here: the process simply stops.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from acksim.model.job import CleanupJob
 
 WRITE_METHODS = frozenset({"apply_once", "add_once", "put", "delete", "mark_sent", "mark_failed"})
 MIN_BACKOFF_WALL_S = 0.001  # a conflict backoff shorter than this on the wall clock is this
+RECONNECT_WALL_S = 0.2  # wall seconds between attempts to reach a broker that went away
 
 
 @dataclass(frozen=True)
@@ -75,23 +82,43 @@ def run_worker(cfg: WorkerConfig, deliveries, stop) -> None:
             journal.record("tx_rolled_back", cfg.name, detail="crash", **fields, deadline=d.body["deadline_s"])
         os.kill(os.getpid(), signal.SIGKILL)
 
+    import logging
+
+    # a broker restart makes pika log each lost connection with a traceback; the worker's
+    # journal records what happened (ack_failed), and its own loop reconnects
+    logging.getLogger("pika").setLevel(logging.CRITICAL)
     signal.signal(signal.SIGTERM, lambda *_: die("deployment"))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's: it stops us
     processor = load_processor(cfg.processor_ref, "processor")
     db = SqliteDatabase(cfg.db_path, DbOptions(*cfg.db_options))
     session = db.session()
-    consumer = cfg.transport.consumer(cfg.name)
-    w = Worker(cfg, scenario, journal, processor, session, consumer, FaultPlan(scenario.faults),
+    w = Worker(cfg, scenario, journal, processor, session, None, FaultPlan(scenario.faults),
                stream(scenario.seed, f"{cfg.name}#{cfg.incarnation}"), state, die)
+    lost = cfg.transport.lost_connection
     while not stop.is_set():
-        got = consumer.receive(0.1)
+        if w.consumer is None:
+            try:
+                w.consumer = cfg.transport.consumer(cfg.name)
+            except Exception as exc:  # noqa: BLE001 - only a lost broker is retried
+                if not lost(exc):
+                    raise
+                time.sleep(RECONNECT_WALL_S)
+                continue
+        try:
+            got = w.consumer.receive(0.1)
+        except Exception as exc:  # noqa: BLE001 - only a lost broker is retried
+            if not lost(exc):
+                raise
+            w.drop_consumer()
+            time.sleep(RECONNECT_WALL_S)
+            continue
         if got is None:
             continue
         with _deployment_held(), deliveries.get_lock():  # killed holding the lock, it would stop every worker
             deliveries.value += 1
             number = deliveries.value
         w.handle(got, number)
-    consumer.close()
+    w.drop_consumer()
     session.close()
     journal.close()
 
@@ -125,6 +152,22 @@ class Worker:
     def wall(self, virtual_s: float) -> float:
         return virtual_s * self.cfg.time_scale
 
+    def drop_consumer(self) -> None:
+        """Close the broker connection (one that was lost, or at the end); the worker's loop
+        opens a new one before its next receive."""
+        if self.consumer is not None:
+            self.consumer.close()
+            self.consumer = None
+
+    def work(self) -> None:
+        """The job's own work: ``workers.service_time_mean_s`` virtual seconds (constant or an
+        exponential draw, as the simulation's), slept on the wall clock (scaled)."""
+        cfg = self.sc.workers
+        if cfg.service_time_mean_s > 0:
+            mean = cfg.service_time_mean_s
+            took = mean if cfg.service_time_distribution == "constant" else self.rng.expovariate(1.0 / mean)
+            time.sleep(self.wall(took))
+
     def rec(self, kind: str, d, at: float | None = None, **extra) -> None:
         self.j.record(kind, self.name, at=at, **_fields(d), deadline=d.body["deadline_s"], **extra)
 
@@ -154,6 +197,9 @@ class Worker:
                          self.sc.epoch + timedelta(seconds=d.body["deadline_s"]))
         if d.body["account_id"] in self.sc.faults.poison_accounts:
             self.die("poison")
+        worked = cfg.service_time_at == "start"
+        if worked:  # the job's own work, outside the unit of work
+            self.work()
         for attempt_no in range(cfg.conflict_retries + 1):
             if unit_of_work:
                 s.begin()
@@ -168,6 +214,9 @@ class Worker:
                     if isinstance(step, Sleep):
                         time.sleep(self.wall(step.seconds))
                     elif step.when == "before":
+                        if not worked and cfg.service_time_at == "first_write" and step.method in WRITE_METHODS:
+                            worked = True
+                            self.work()
                         if plan.crash(self.rng, number, "before_call", step.index):
                             self.die("before_call")
                     else:
@@ -175,6 +224,9 @@ class Worker:
                             self.writes(d, s.take_autocommitted())
                         if plan.crash(self.rng, number, "after_call", step.index):
                             self.die("after_call")
+                        if not worked and cfg.service_time_at == "after_call" and step.index == cfg.service_time_call:
+                            worked = True  # the work sits after this call (a side effect, then the work)
+                            self.work()
                     step = attempt.step()
                 error = step.error
                 if isinstance(error, ProcessorHung):
@@ -210,7 +262,11 @@ class Worker:
             if cfg.ack_policy == "after_commit":
                 q = self.sc.queue
                 backoff = min(q.nack_backoff_base_s * 2 ** max(d.receive_count - 1, 0), q.nack_backoff_max_s)
-                self.consumer.nack(d, self.wall(backoff))
+                try:
+                    self.consumer.nack(d, self.wall(backoff))
+                except Exception as exc:  # noqa: BLE001 - only a lost broker is survived
+                    self.broker_lost(exc, d, "nack")
+                    return
                 self.rec("nacked", d, visible_at=self.j.now() + backoff)
             return
         if cfg.ack_policy == "after_commit":
@@ -222,10 +278,23 @@ class Worker:
         if self.plan.crash(self.rng, number, "during_ack"):
             self.die("during_ack")
         with _deployment_held():  # an ack the broker took is recorded before a SIGTERM can end us
-            acked = self.consumer.ack(d)
-            self.rec("acked" if acked else "ack_stale", d)
+            try:
+                acked = self.consumer.ack(d)
+            except Exception as exc:  # noqa: BLE001 - only a lost broker is survived
+                self.broker_lost(exc, d, "ack")
+            else:
+                self.rec("acked" if acked else "ack_stale", d)
             if self.sc.workers.ack_policy == "after_commit":
                 self.state["delivery"] = None  # a deployment from here on holds nothing
+
+    def broker_lost(self, exc: BaseException, d, what: str) -> None:
+        """An ack or nack (``what``) of ``d`` failed: on a lost broker connection record
+        "ack_failed" (the message is left to the broker's redelivery) and drop the connection;
+        any other error is raised again."""
+        if not self.cfg.transport.lost_connection(exc):
+            raise exc
+        self.rec("ack_failed", d, detail=f"{what}:broker_down")
+        self.drop_consumer()
 
     def writes(self, d, writes, at: float | None = None) -> None:
         """Record what SQLite committed (ground truth), as ``acksim.world.worker._record_writes``."""
