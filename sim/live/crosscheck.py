@@ -80,6 +80,11 @@ COUNT_TOLERANCE = (2.0, 0.25)  # deliveries, redeliveries, dead-lettered
 RECOVERY_TOLERANCE_REL = 0.5  # recovery times: plus the visibility timeout and restart delay (absolute)
 
 
+# the settings ``check`` draws that the live harness does not run yet, by scenario section
+NOT_LIVE_YET = {"queue": ("prefetch", "on_broker_restart", "ack_by", "recovery_sweep", "tombstones", "delivery_limit"),
+                "workers": ("execution_timeout_s",), "scheduler": ("order",)}
+
+
 def livable(scenario: Scenario, design: dict | None = None) -> Scenario:
     """``scenario`` with ``design`` (section -> {key: value}) applied and what the live mode
     cannot run removed (see the module docstring); stores on SQLite, processor errors do not
@@ -91,11 +96,10 @@ def livable(scenario: Scenario, design: dict | None = None) -> Scenario:
     data["scheduler"].update(mode="per_deadline", paused=[], instances=1, publish_crash_probability=0.0)
     data["faults"].update(kills=[], duplicates=[], latency_spikes=[], poison_accounts=[], scheduler_stalls=[],
                           pauses=[], partitions=[], broker_restarts=[])
-    # the mechanisms check draws that the live harness does not run yet: back to their defaults
-    data["queue"].update(redrive_at_s=[], duplicate_probability=0.0, prefetch=1, on_broker_restart="lease",
-                         ack_by="receipt", recovery_sweep="none", tombstones=False, delivery_limit=0)
-    data["workers"].update(execution_timeout_s=0.0)
-    data["scheduler"].update(order="publish_then_record")
+    data["queue"].update(redrive_at_s=[], duplicate_probability=0.0)
+    for section, keys in NOT_LIVE_YET.items():  # drawn by check, not run live yet: their defaults
+        model = type(getattr(scenario, section))
+        data[section].update({k: model.model_fields[k].default for k in keys})
     data["run"]["stop_on_processor_error"] = False
     data.pop("expect", None)
     return parse(data, "crosscheck")
