@@ -306,9 +306,15 @@ def test_inconsistent_uses_are_refused_with_one_line(sections, message):
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
-def test_the_fan_out_design_refuses_the_faults_it_does_not_model():
-    with pytest.raises(ScenarioError, match="faults.broker_restarts: not modelled in the fan-out design"):
-        parse({"fanout": {"updates": 1}, "faults": {"broker_restarts": [{"at_s": 1, "down_s": 1}]}}, "f")
+@pytest.mark.parametrize(("sections", "field"), [
+    ({"faults": {"broker_restarts": [{"at_s": 1, "down_s": 1}]}}, "faults.broker_restarts"),
+    ({"queue": {"tombstones": True}}, "queue.tombstones"),
+])
+def test_the_fan_out_design_refuses_what_it_does_not_model(sections, field):
+    with pytest.raises(ScenarioError) as err:
+        parse({"fanout": {"updates": 1}, **sections}, "f")
+    assert f"{field}: not modelled in the fan-out design (fanout.updates > 0); remove it" in str(err.value)
+    assert "\n" not in str(err.value)
 
 
 def test_a_pause_ends_with_the_process_so_the_restarted_worker_is_not_frozen(tiny):
