@@ -26,6 +26,7 @@ from acksim.world.faults import stay_down, store_latency
 from acksim.world import prefetch, time_limits
 from acksim.world.interleave import Attempt, Finished, ProcessorHung, Sleep
 from acksim.world.links import StoreUnreachable
+from acksim.world.skip import advance
 from acksim.world import tombstones
 from acksim.world.queue import Delivery
 
@@ -251,9 +252,11 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                     if not worked and cfg.service_time_at == "first_write" and step.method in WRITE_METHODS:
                         worked = True
                         if cfg.service_time_mean_s > 0:
-                            yield env.timeout(_service_time(cfg, rng))
+                            work_s = _service_time(cfg, rng)
+                            if not advance(env, work_s):
+                                yield env.timeout(work_s)
                     latency = store_latency(world.scenario, env.now, rng)
-                    if latency:  # zero latency: no event, the call happens at once
+                    if latency and not advance(env, latency):  # zero latency: the call happens at once
                         yield env.timeout(latency)
                     if world.links is not None:  # a pause at this call, a frozen worker, no database
                         yield from world.links.at_call(name, delivery, step.index)
@@ -279,7 +282,7 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                 raise error
             if error is None and unit_of_work:
                 latency = store_latency(world.scenario, env.now, rng)  # the commit's round trip
-                if latency:
+                if latency and not advance(env, latency):
                     yield env.timeout(latency)
                 if world.links is not None:
                     yield from world.links.at_commit(name)
@@ -306,7 +309,9 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
         if isinstance(error, ConflictError):
             _log_tx(world, "tx_rolled_back", name, delivery, f"conflict:{type(error).__name__}")
             if attempt_no < cfg.conflict_retries:
-                yield env.timeout(rng.uniform(0.0, cfg.conflict_backoff_s * 2 ** attempt_no))  # full jitter
+                backoff_s = rng.uniform(0.0, cfg.conflict_backoff_s * 2 ** attempt_no)  # full jitter
+                if not advance(env, backoff_s):
+                    yield env.timeout(backoff_s)
                 continue
         else:
             summary = error_line(error)
@@ -346,7 +351,8 @@ def _nack(world, name, delivery: Delivery):
 def _pass(world, name: str, seconds: float):
     """SimPy sub-process: let ``seconds`` of virtual time pass for worker ``name``, then wait
     out a pause that holds it (``acksim.world.links``)."""
-    yield world.env.timeout(seconds)
+    if not advance(world.env, seconds):
+        yield world.env.timeout(seconds)
     if world.links is not None:
         yield from world.links.hold(name)
 
