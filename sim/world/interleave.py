@@ -268,10 +268,11 @@ def reset_after_fork(slots) -> None:
 def _watched(attempt: Attempt, run: Callable):
     """Run a greenlet switch inside the attempt's image and virtual clock (or with only
     ``time.sleep`` virtualised, without a clock) and with the watchdog armed."""
-    if threading.current_thread() is threading.main_thread():
-        _WATCHDOG.ensure_running()
-    _WATCHDOG.budget_s, _WATCHDOG.fired = attempt.budget_s, False
-    _WATCHDOG.started_at = started = _REAL_MONOTONIC()
+    watchdog = _WATCHDOG
+    if watchdog._thread is None and threading.current_thread() is threading.main_thread():
+        watchdog.ensure_running()  # once per process (after a fork, again)
+    watchdog.budget_s, watchdog.fired = attempt.budget_s, False
+    watchdog.started_at = started = _REAL_MONOTONIC()
     slots = _SLOTS
     if slots is not None:
         slots[1], slots[0] = attempt.budget_s, started

@@ -22,7 +22,7 @@ from typing import Callable
 import simpy
 
 from acksim.model.errors import ConflictError
-from acksim.world.faults import stay_down, store_latency
+from acksim.world.faults import latency_of, stay_down
 from acksim.world import prefetch, time_limits
 from acksim.world.interleave import Attempt, Finished, ProcessorHung, Sleep
 from acksim.world.links import StoreUnreachable
@@ -216,8 +216,10 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
     crash may land between them); with "before_processing" it precedes everything. Raises
     ``WorkerCrash`` when the fault plan says so; the caller cleans up.
     """
-    env, queue, cfg = world.env, world.queue, world.scenario.workers
+    env, queue, cfg, links = world.env, world.queue, world.scenario.workers, world.links
     plan, restart = world.fault_plan, cfg.restart_delay_s
+    crash, store_latency = plan.crash, latency_of(world.scenario)
+    work_at_first_write = cfg.service_time_at == "first_write"
     unit_of_work = cfg.transaction_scope == "unit_of_work"
     # with nothing to record or do after a store call (a unit of work, no work placed after
     # a call) and no crash to draw there (only scheduled ones), whether to stop after the
@@ -246,30 +248,30 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
         try:
             step = attempt.step()
             while not isinstance(step, Finished):
-                if isinstance(step, Sleep):
+                if type(step) is Sleep:
                     yield from _pass(world, name, step.seconds)
                 elif step.when == "before":
-                    if not worked and cfg.service_time_at == "first_write" and step.method in WRITE_METHODS:
+                    if not worked and work_at_first_write and step.method in WRITE_METHODS:
                         worked = True
                         if cfg.service_time_mean_s > 0:
                             work_s = _service_time(cfg, rng)
                             if not advance(env, work_s):
                                 yield env.timeout(work_s)
-                    latency = store_latency(world.scenario, env.now, rng)
+                    latency = store_latency(env.now, rng)
                     if latency and not advance(env, latency):  # zero latency: the call happens at once
                         yield env.timeout(latency)
-                    if world.links is not None:  # a pause at this call, a frozen worker, no database
-                        yield from world.links.at_call(name, delivery, step.index)
-                    if plan.crash(rng, delivery.number, "before_call", step.index):
+                    if links is not None:  # a pause at this call, a frozen worker, no database
+                        yield from links.at_call(name, delivery, step.index)
+                    if crash(rng, delivery.number, "before_call", step.index):
                         raise WorkerCrash("before_call", restart)
                     if decide_after_now:  # nothing to record or draw after the call: stop there only to crash
-                        attempt.pause_after = plan.crash(rng, delivery.number, "after_call", step.index)
+                        attempt.pause_after = crash(rng, delivery.number, "after_call", step.index)
                 elif decide_after_now:  # stopped after the call only for its scheduled crash
                     raise WorkerCrash("after_call", restart)
                 else:
                     if not unit_of_work:
                         _record_writes(world, name, delivery, session.take_autocommitted())
-                    if plan.crash(rng, delivery.number, "after_call", step.index):
+                    if crash(rng, delivery.number, "after_call", step.index):
                         raise WorkerCrash("after_call", restart)
                     if not worked and cfg.service_time_at == "after_call" and step.index == cfg.service_time_call:
                         worked = True  # the work sits after this call (a side effect, then the work)
@@ -281,11 +283,11 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
             if isinstance(error, ProcessorHung):
                 raise error
             if error is None and unit_of_work:
-                latency = store_latency(world.scenario, env.now, rng)  # the commit's round trip
+                latency = store_latency(env.now, rng)  # the commit's round trip
                 if latency and not advance(env, latency):
                     yield env.timeout(latency)
-                if world.links is not None:
-                    yield from world.links.at_commit(name)
+                if links is not None:
+                    yield from links.at_commit(name)
                 if cfg.stop_when_lease_lost and not queue.lease_held(delivery):
                     session.rollback()  # another worker may hold the job now: write nothing
                     _log_tx(world, "lease_lost", name, delivery, "rolled back before commit")
