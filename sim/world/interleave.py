@@ -124,7 +124,11 @@ class Attempt:
     a ``StoreCall`` or, at the end, ``Finished``; call ``step()`` again to continue. After
     ``abandon()`` the attempt is dead: the processor was unwound and its stores refuse calls.
     ``calls`` counts the store calls made so far. Setting ``pause_after`` False at a
-    "before" boundary skips the "after" boundary of that call (one switch fewer).
+    "before" boundary skips the "after" boundary of that call (one switch fewer). With
+    ``stop_after`` set (a function of the call's index -> bool, pure harness logic that reads
+    no clock and imports nothing, e.g. a crash draw from the worker's own random stream), the
+    attempt asks it right after each store call returns, inside the greenlet, and stops at
+    the "after" boundary only when it says True (one switch fewer for every False).
     """
 
     def __init__(self, processor: Callable, job: Any, stores: dict[str, Any],
@@ -133,6 +137,7 @@ class Attempt:
         self.image, self.clock, self.now = image, clock, now
         self.calls = 0
         self.pause_after = True  # stop at the "after" boundary of the next store call
+        self.stop_after: Callable[[int], bool] | None = None
         self.abandoned = False
         self.refused = 0
         self.budget_s = budget_s
@@ -177,7 +182,9 @@ class Attempt:
         unless it said, by ``pause_after`` False before the call, that it has nothing to do
         there (the processor then runs on to its next store call, sleep or return)."""
         if self.pause_after:
-            self._parent.switch(StoreCall(store, method, index, "after"))
+            stop_after = self.stop_after
+            if stop_after is None or stop_after(index):
+                self._parent.switch(StoreCall(store, method, index, "after"))
 
     def sleep(self, seconds: float) -> None:
         """``time.sleep`` while the processor runs: virtual time passes instead. Raises what

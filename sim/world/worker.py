@@ -225,6 +225,9 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
     # a call) and no crash to draw there (only scheduled ones), whether to stop after the
     # call is known before it (no rng draw)
     decide_after_now = unit_of_work and not plan.draws("after_call") and cfg.service_time_at != "after_call"
+    # the same with a crash to draw after the call: the attempt draws it right after the call
+    # returns (the very draw, in the same order on the worker's stream) and stops only to crash
+    draw_after_in_call = unit_of_work and plan.draws("after_call") and cfg.service_time_at != "after_call"
     if cfg.ack_policy == "before_processing":
         yield from _ack(world, name, rng, delivery)
     if delivery.job.account_id in world.poison_accounts:
@@ -240,6 +243,8 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
             "accounts": session.accounts, "cleanup_store": session.cleanup_store, "outbox": session.outbox},
             world.step_budget_s, image=processor[1], clock=world.clock, now=world.now)
         state.attempt = attempt
+        if draw_after_in_call:
+            attempt.stop_after = lambda index: crash(rng, delivery.number, "after_call", index)
         world.history.record("attempt_started", name, message_id=delivery.message_id,
                              account_id=delivery.job.account_id,
                              cleanup_version=delivery.job.cleanup_version,
@@ -266,7 +271,7 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
                         raise WorkerCrash("before_call", restart)
                     if decide_after_now:  # nothing to record or draw after the call: stop there only to crash
                         attempt.pause_after = crash(rng, delivery.number, "after_call", step.index)
-                elif decide_after_now:  # stopped after the call only for its scheduled crash
+                elif decide_after_now or draw_after_in_call:  # stopped after the call only to crash
                     raise WorkerCrash("after_call", restart)
                 else:
                     if not unit_of_work:
