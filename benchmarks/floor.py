@@ -1,21 +1,22 @@
-"""Benchmark: the floor of one store call in this design, measured in this process, and the
-jobs/s ceiling it implies.
+"""Benchmark: the floor of one store call boundary in this design, measured in this process,
+and the jobs/s ceiling it implies.
 
-    python benchmarks/floor.py [--calls N] [--calls-per-job 18] [--events-per-job 21]
+    python benchmarks/floor.py [--calls N]
 
 Prints, in microseconds each (the best of 5 rounds of ``--calls`` repetitions):
 
 * a greenlet switch pair (into a greenlet and back: what every store call boundary costs);
 * one SimPy timeout event, scheduled and stepped (a process yielding ``env.timeout``);
 * one time-machine shift (the virtual wall clock moving to a new instant);
-* the world's whole path for one store call, without the store and without SimPy: a
-  processor calling a no-op store through ``Attempt`` in session-mode ``VirtualClock`` and
-  a process image, the harness stepping it to the "before" and "after" boundaries;
+* the world's whole path for one boundary, without the store and without SimPy: a processor
+  calling a no-op store through ``Attempt`` in a session-mode ``VirtualClock``, the harness
+  stepping it to the "before" and "after" boundaries of each call (two per call, the clock
+  shifted at each);
 
-then the jobs/s ceiling each level implies at ``--calls-per-job`` store calls and
-``--events-per-job`` SimPy events per job (the bundled day: 18 and 21), with no store, no
-model and no history at all. Wall-clock time is measured here only, never in the model; no
-figure is asserted.
+then the jobs/s ceiling each level implies for the bundled day's counts per job (``PROFILES``:
+switch pairs, SimPy events and clock shifts per job, counted on main and on this branch),
+with no store, no model, no queue and no history at all. Wall-clock time is measured here
+only, never in the model; no figure is asserted.
 """
 
 from __future__ import annotations
@@ -99,28 +100,32 @@ def store_calls(n: int) -> None:
             step = attempt.step()
 
 
+# per job on the bundled day (scenarios/game-renewal.toml, memory stores, 24,617 jobs):
+# (greenlet switch pairs, SimPy events stepped, time-machine shifts)
+PROFILES = {"main": (18.28, 20.96, 10.91),  # 450,036 switches, 515,995 events, 268,599 shifts
+            "skip + stop_after": (11.37, 17.38, 10.91)}  # 279,909 switches, 427,750 events (88,245 skipped)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--calls", type=int, default=100_000)
-    p.add_argument("--calls-per-job", type=float, default=18.0)
-    p.add_argument("--events-per-job", type=float, default=21.0)
     args = p.parse_args()
-    n, calls, events = args.calls, args.calls_per_job, args.events_per_job
+    n = args.calls
     switch = best_us(switch_pair, n)
     event = best_us(simpy_timeouts, n)
     shift = best_us(shifts, n)
-    call = best_us(store_calls, n)
+    boundary = best_us(store_calls, n) / 2  # two boundaries per call
     print(f"greenlet switch pair          {switch:7.3f} us")
     print(f"SimPy timeout (schedule+step) {event:7.3f} us")
     print(f"time-machine shift            {shift:7.3f} us")
-    print(f"our store call path           {call:7.3f} us  (2 boundaries, clock + watchdog, no store)")
-    bare = calls * 2 * switch + events * event + calls * shift
-    ours = calls * call + events * event
-    print(f"ceiling, primitives only      {1e6 / bare:9,.0f} jobs/s  "
-          f"({calls:g} x (2 switch pairs + 1 shift) + {events:g} events = {bare:.1f} us/job)")
-    print(f"ceiling, our call path        {1e6 / ours:9,.0f} jobs/s  "
-          f"({calls:g} x call path + {events:g} events = {ours:.1f} us/job; no store, model, history)")
-    print(f"ratio   call path / primitives = {ours / bare:.2f}")
+    print(f"our boundary path             {boundary:7.3f} us  (switch pair, clock enter/exit + shift, watchdog)")
+    print(f"ratio   our boundary path / switch pair = {boundary / switch:.2f}")
+    for name, (pairs, events, shifted) in PROFILES.items():
+        bare = pairs * switch + events * event + shifted * shift
+        ours = pairs * boundary + events * event
+        print(f"ceiling [{name}: {pairs:g} switch pairs, {events:g} events, {shifted:g} shifts per job]  "
+              f"primitives {1e6 / bare:,.0f} jobs/s, our path {1e6 / ours:,.0f} jobs/s "
+              f"(no store, model, queue, history)")
     return 0
 
 
