@@ -36,7 +36,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from greenlet import greenlet, getcurrent
 
@@ -67,10 +67,10 @@ class Sleep:
     seconds: float
 
 
-@dataclass(frozen=True, slots=True)
-class StoreCall:
+class StoreCall(NamedTuple):
     """The attempt is about to call ``store.method`` (``when`` = "before") or has just
-    called it (``when`` = "after"); ``index`` counts the attempt's store calls from 0."""
+    called it (``when`` = "after"); ``index`` counts the attempt's store calls from 0.
+    Immutable; a named tuple, made at every boundary, costs a third of a frozen dataclass."""
 
     store: str
     method: str
