@@ -50,13 +50,11 @@ def run_guarded(env: simpy.Environment, until: simpy.Event, max_events: int, max
     in chunks of ``CHUNK``) or ``max_wall_s`` wall seconds are spent. Exceptions of the
     actors propagate as from ``env.run``."""
     until.callbacks.append(StopSimulation.callback)
-    step = env.step
     started = time.monotonic()  # the harness's own wall clock, never the world's
     done = 0
     try:
         while True:
-            for _ in range(CHUNK):
-                step()
+            _steps(env, CHUNK)
             done += CHUNK
             heartbeat()
             if done >= max_events:
@@ -67,6 +65,29 @@ def run_guarded(env: simpy.Environment, until: simpy.Event, max_events: int, max
                         f"({done} events){_culprit(env)}")
     except (StopSimulation, EmptySchedule):
         return None
+    finally:
+        if hasattr(env, "allowance"):
+            env.allowance = 0  # every wait a real event again (``_culprit`` samples real ones)
+
+
+def _steps(env: simpy.Environment, count: int) -> None:
+    """Process ``count`` SimPy events, the timeouts skipped in place
+    (``acksim.world.skip``) included, so that the budget looks at the same event as with none
+    skipped: each batch of real steps may skip at most as many as are left after it."""
+    step = env.step
+    if not hasattr(env, "allowance"):  # a plain simpy.Environment: nothing is skipped
+        for _ in range(count):
+            step()
+        return
+    left = count
+    while left:
+        real = (left + 1) // 2
+        env.allowance = left - real
+        before = env.skipped
+        for _ in range(real):
+            step()
+        left -= real + env.skipped - before
+    env.allowance = 0
 
 
 def stop_reason(run, now: float, records: int, budget_reason: str | None = None, undrained: bool = False,

@@ -26,6 +26,7 @@ from acksim.world.cost import refuse_if_too_costly
 from acksim.world.interleave import ProcessorHung
 from acksim.world.faults import FaultPlan, fault_injector, killer
 from acksim.world import links as _links
+from acksim.world import skip
 from acksim.history import History, Record
 from acksim.world.outbox_relay import OutboxRelay
 from acksim.world.queue import Queue
@@ -108,7 +109,7 @@ class World:
         # (``VirtualClock(session=True)``); the harness reads no wall clock while it runs
         self.clock = VirtualClock(scenario.epoch, session=True)
         self.progress = progress
-        self.env = simpy.Environment()
+        self.env = skip.Environment()  # a simpy.Environment that can skip a lone timeout
         self.history = History(lambda: self.env.now)
         self._tmp = None
         st = scenario.stores

@@ -38,7 +38,7 @@ class FaultPlan:
 
     def crash(self, rng: random.Random, delivery: int, phase: str, call: int = 0) -> bool:
         """Whether to crash at ``phase`` of the attempt on delivery number ``delivery``."""
-        if (delivery, phase, call) in self._scheduled:
+        if self._scheduled and (delivery, phase, call) in self._scheduled:
             return True
         p = self._p[phase]
         return p > 0.0 and rng.random() < p
@@ -57,6 +57,21 @@ def store_latency(scenario: Scenario, now: float, rng: random.Random) -> float:
         if spike.at_s <= now < spike.at_s + spike.duration_s:
             factor *= spike.factor
     return base * factor
+
+
+def latency_of(scenario: Scenario):
+    """``store_latency`` for ``scenario`` as a function ``(now, rng) -> seconds``, the same
+    draws and the same floats, with what does not change during a run looked up once."""
+    st = scenario.stores
+    mean = st.latency_mean_s
+    if mean <= 0:
+        return lambda now, rng: 0.0
+    if scenario.faults.latency_spikes:
+        return lambda now, rng: store_latency(scenario, now, rng)
+    if st.latency_distribution == "constant":
+        return lambda now, rng: mean
+    rate = 1.0 / mean
+    return lambda now, rng: rng.expovariate(rate)  # times a factor of 1.0: the same float
 
 
 def stay_down(env: simpy.Environment, history, name: str, down_s: float):

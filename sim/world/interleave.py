@@ -36,7 +36,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from greenlet import greenlet, getcurrent
 
@@ -67,10 +67,10 @@ class Sleep:
     seconds: float
 
 
-@dataclass(frozen=True, slots=True)
-class StoreCall:
+class StoreCall(NamedTuple):
     """The attempt is about to call ``store.method`` (``when`` = "before") or has just
-    called it (``when`` = "after"); ``index`` counts the attempt's store calls from 0."""
+    called it (``when`` = "after"); ``index`` counts the attempt's store calls from 0.
+    Immutable; a named tuple, made at every boundary, costs a third of a frozen dataclass."""
 
     store: str
     method: str
@@ -124,7 +124,11 @@ class Attempt:
     a ``StoreCall`` or, at the end, ``Finished``; call ``step()`` again to continue. After
     ``abandon()`` the attempt is dead: the processor was unwound and its stores refuse calls.
     ``calls`` counts the store calls made so far. Setting ``pause_after`` False at a
-    "before" boundary skips the "after" boundary of that call (one switch fewer).
+    "before" boundary skips the "after" boundary of that call (one switch fewer). With
+    ``stop_after`` set (a function of the call's index -> bool, pure harness logic that reads
+    no clock and imports nothing, e.g. a crash draw from the worker's own random stream), the
+    attempt asks it right after each store call returns, inside the greenlet, and stops at
+    the "after" boundary only when it says True (one switch fewer for every False).
     """
 
     def __init__(self, processor: Callable, job: Any, stores: dict[str, Any],
@@ -133,6 +137,7 @@ class Attempt:
         self.image, self.clock, self.now = image, clock, now
         self.calls = 0
         self.pause_after = True  # stop at the "after" boundary of the next store call
+        self.stop_after: Callable[[int], bool] | None = None
         self.abandoned = False
         self.refused = 0
         self.budget_s = budget_s
@@ -177,7 +182,9 @@ class Attempt:
         unless it said, by ``pause_after`` False before the call, that it has nothing to do
         there (the processor then runs on to its next store call, sleep or return)."""
         if self.pause_after:
-            self._parent.switch(StoreCall(store, method, index, "after"))
+            stop_after = self.stop_after
+            if stop_after is None or stop_after(index):
+                self._parent.switch(StoreCall(store, method, index, "after"))
 
     def sleep(self, seconds: float) -> None:
         """``time.sleep`` while the processor runs: virtual time passes instead. Raises what
@@ -268,10 +275,11 @@ def reset_after_fork(slots) -> None:
 def _watched(attempt: Attempt, run: Callable):
     """Run a greenlet switch inside the attempt's image and virtual clock (or with only
     ``time.sleep`` virtualised, without a clock) and with the watchdog armed."""
-    if threading.current_thread() is threading.main_thread():
-        _WATCHDOG.ensure_running()
-    _WATCHDOG.budget_s, _WATCHDOG.fired = attempt.budget_s, False
-    _WATCHDOG.started_at = started = _REAL_MONOTONIC()
+    watchdog = _WATCHDOG
+    if watchdog._thread is None and threading.current_thread() is threading.main_thread():
+        watchdog.ensure_running()  # once per process (after a fork, again)
+    watchdog.budget_s, watchdog.fired = attempt.budget_s, False
+    watchdog.started_at = started = _REAL_MONOTONIC()
     slots = _SLOTS
     if slots is not None:
         slots[1], slots[0] = attempt.budget_s, started

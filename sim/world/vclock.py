@@ -184,7 +184,10 @@ class VirtualClock:
         self._travel: time_machine.travel | None = None  # the current travel
         self._traveller: time_machine.Traveller | None = None
         self._at_ns = 0  # where the session's traveller is
-        self._saved: tuple | None = None
+        self._saved: dict | None = None  # while entered: the time module's own attributes
+        self._last: tuple = (None, 0, 0.0, 0)  # (now, target ns, monotonic s, monotonic ns) last entered
+        self._restore_key: tuple = ()  # the attributes ``_restore`` puts back (reused while unchanged)
+        self._restore: dict = {}
 
     def timestamp_ns(self, now: float) -> int:
         """The virtual ``time.time_ns()`` at simulation time ``now`` (seconds)."""
@@ -242,7 +245,12 @@ class VirtualClock:
         global _ACTIVE
         if _ACTIVE is not None:
             raise RuntimeError("a virtual clock is already entered")
-        target_ns = self.timestamp_ns(now)
+        last = self._last
+        if now != last[0]:  # the instants follow from ``now`` alone: computed once per instant
+            ns = round(now * NS_PER_S)
+            mono_ns = self._origin_ns + ns
+            self._last = last = (now, self.epoch_ns + ns, mono_ns / NS_PER_S, mono_ns)
+        target_ns = last[1]
         if not self.session:
             self._begin_travel(target_ns)
         elif self._traveller is None:
@@ -250,9 +258,11 @@ class VirtualClock:
         elif target_ns != self._at_ns:
             _shift_exact(self._traveller, target_ns - self._at_ns)
             self._at_ns = target_ns
-        mono_ns = self._origin_ns + round(now * NS_PER_S)
-        _ACTIVE = (self, mono_ns / NS_PER_S, mono_ns, sleeper, _thread.get_ident())
-        self._saved = _get_patched(_TIME_DICT)
+        _ACTIVE = (self, last[2], last[3], sleeper, _thread.get_ident())
+        saved = _get_patched(_TIME_DICT)
+        if saved != self._restore_key:
+            self._restore_key, self._restore = saved, dict(zip(_PATCHED_NAMES, saved))
+        self._saved = self._restore
         _TIME_DICT.update(_PATCHES)
 
     def exit(self) -> None:
@@ -261,7 +271,7 @@ class VirtualClock:
         global _ACTIVE
         if _ACTIVE is None or _ACTIVE[0] is not self or self._saved is None:
             raise RuntimeError("this virtual clock is not entered")
-        _TIME_DICT.update(zip(_PATCHED_NAMES, self._saved))
+        _TIME_DICT.update(self._saved)
         self._saved = None
         _ACTIVE = None
         if not self.session:

@@ -22,10 +22,11 @@ from typing import Callable
 import simpy
 
 from acksim.model.errors import ConflictError
-from acksim.world.faults import stay_down, store_latency
+from acksim.world.faults import latency_of, stay_down
 from acksim.world import prefetch, time_limits
 from acksim.world.interleave import Attempt, Finished, ProcessorHung, Sleep
 from acksim.world.links import StoreUnreachable
+from acksim.world.skip import advance
 from acksim.world import tombstones
 from acksim.world.queue import Delivery
 
@@ -215,13 +216,18 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
     crash may land between them); with "before_processing" it precedes everything. Raises
     ``WorkerCrash`` when the fault plan says so; the caller cleans up.
     """
-    env, queue, cfg = world.env, world.queue, world.scenario.workers
+    env, queue, cfg, links = world.env, world.queue, world.scenario.workers, world.links
     plan, restart = world.fault_plan, cfg.restart_delay_s
+    crash, store_latency = plan.crash, latency_of(world.scenario)
+    work_at_first_write = cfg.service_time_at == "first_write"
     unit_of_work = cfg.transaction_scope == "unit_of_work"
     # with nothing to record or do after a store call (a unit of work, no work placed after
     # a call) and no crash to draw there (only scheduled ones), whether to stop after the
     # call is known before it (no rng draw)
     decide_after_now = unit_of_work and not plan.draws("after_call") and cfg.service_time_at != "after_call"
+    # the same with a crash to draw after the call: the attempt draws it right after the call
+    # returns (the very draw, in the same order on the worker's stream) and stops only to crash
+    draw_after_in_call = unit_of_work and plan.draws("after_call") and cfg.service_time_at != "after_call"
     if cfg.ack_policy == "before_processing":
         yield from _ack(world, name, rng, delivery)
     if delivery.job.account_id in world.poison_accounts:
@@ -237,6 +243,8 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
             "accounts": session.accounts, "cleanup_store": session.cleanup_store, "outbox": session.outbox},
             world.step_budget_s, image=processor[1], clock=world.clock, now=world.now)
         state.attempt = attempt
+        if draw_after_in_call:
+            attempt.stop_after = lambda index: crash(rng, delivery.number, "after_call", index)
         world.history.record("attempt_started", name, message_id=delivery.message_id,
                              account_id=delivery.job.account_id,
                              cleanup_version=delivery.job.cleanup_version,
@@ -245,28 +253,30 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
         try:
             step = attempt.step()
             while not isinstance(step, Finished):
-                if isinstance(step, Sleep):
+                if type(step) is Sleep:
                     yield from _pass(world, name, step.seconds)
                 elif step.when == "before":
-                    if not worked and cfg.service_time_at == "first_write" and step.method in WRITE_METHODS:
+                    if not worked and work_at_first_write and step.method in WRITE_METHODS:
                         worked = True
                         if cfg.service_time_mean_s > 0:
-                            yield env.timeout(_service_time(cfg, rng))
-                    latency = store_latency(world.scenario, env.now, rng)
-                    if latency:  # zero latency: no event, the call happens at once
+                            work_s = _service_time(cfg, rng)
+                            if not advance(env, work_s):
+                                yield env.timeout(work_s)
+                    latency = store_latency(env.now, rng)
+                    if latency and not advance(env, latency):  # zero latency: the call happens at once
                         yield env.timeout(latency)
-                    if world.links is not None:  # a pause at this call, a frozen worker, no database
-                        yield from world.links.at_call(name, delivery, step.index)
-                    if plan.crash(rng, delivery.number, "before_call", step.index):
+                    if links is not None:  # a pause at this call, a frozen worker, no database
+                        yield from links.at_call(name, delivery, step.index)
+                    if crash(rng, delivery.number, "before_call", step.index):
                         raise WorkerCrash("before_call", restart)
                     if decide_after_now:  # nothing to record or draw after the call: stop there only to crash
-                        attempt.pause_after = plan.crash(rng, delivery.number, "after_call", step.index)
-                elif decide_after_now:  # stopped after the call only for its scheduled crash
+                        attempt.pause_after = crash(rng, delivery.number, "after_call", step.index)
+                elif decide_after_now or draw_after_in_call:  # stopped after the call only to crash
                     raise WorkerCrash("after_call", restart)
                 else:
                     if not unit_of_work:
                         _record_writes(world, name, delivery, session.take_autocommitted())
-                    if plan.crash(rng, delivery.number, "after_call", step.index):
+                    if crash(rng, delivery.number, "after_call", step.index):
                         raise WorkerCrash("after_call", restart)
                     if not worked and cfg.service_time_at == "after_call" and step.index == cfg.service_time_call:
                         worked = True  # the work sits after this call (a side effect, then the work)
@@ -278,11 +288,11 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
             if isinstance(error, ProcessorHung):
                 raise error
             if error is None and unit_of_work:
-                latency = store_latency(world.scenario, env.now, rng)  # the commit's round trip
-                if latency:
+                latency = store_latency(env.now, rng)  # the commit's round trip
+                if latency and not advance(env, latency):
                     yield env.timeout(latency)
-                if world.links is not None:
-                    yield from world.links.at_commit(name)
+                if links is not None:
+                    yield from links.at_commit(name)
                 if cfg.stop_when_lease_lost and not queue.lease_held(delivery):
                     session.rollback()  # another worker may hold the job now: write nothing
                     _log_tx(world, "lease_lost", name, delivery, "rolled back before commit")
@@ -306,7 +316,9 @@ def _handle(world, name, processor, rng, session, state: _State, delivery: Deliv
         if isinstance(error, ConflictError):
             _log_tx(world, "tx_rolled_back", name, delivery, f"conflict:{type(error).__name__}")
             if attempt_no < cfg.conflict_retries:
-                yield env.timeout(rng.uniform(0.0, cfg.conflict_backoff_s * 2 ** attempt_no))  # full jitter
+                backoff_s = rng.uniform(0.0, cfg.conflict_backoff_s * 2 ** attempt_no)  # full jitter
+                if not advance(env, backoff_s):
+                    yield env.timeout(backoff_s)
                 continue
         else:
             summary = error_line(error)
@@ -346,7 +358,8 @@ def _nack(world, name, delivery: Delivery):
 def _pass(world, name: str, seconds: float):
     """SimPy sub-process: let ``seconds`` of virtual time pass for worker ``name``, then wait
     out a pause that holds it (``acksim.world.links``)."""
-    yield world.env.timeout(seconds)
+    if not advance(world.env, seconds):
+        yield world.env.timeout(seconds)
     if world.links is not None:
         yield from world.links.hold(name)
 
