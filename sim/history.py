@@ -118,26 +118,38 @@ class History:
         self._clock = clock
         self.records: list[Record] = []
 
-    def record(self, kind: str, actor: str, **fields_) -> Record:
-        """Append one record stamped with the current virtual time and the next sequence number.
+    def record(self, kind: str, actor: str, *, message_id: int | None = None, account_id: str | None = None,
+               cleanup_version: int | None = None, receive_count: int | None = None,
+               deadline: float | None = None, visible_at: float | None = None, detail: str = "") -> Record:
+        """Append one record stamped with the current virtual time and the next sequence number;
+        the keywords are ``Record``'s fields of the same names.
 
-        Raises ValueError for a kind not in ``KINDS`` (a typo must not pass silently).
+        Raises ValueError for a kind not in ``KINDS`` (a typo must not pass silently), TypeError
+        for a keyword that is not a field.
         """
         if kind not in _KIND_SET:
             raise ValueError(f"unknown record kind {kind!r}")
         # one string object per distinct value ("0", "crash", an event key, an account id), not
         # one per record: a long history holds millions of each
-        if type(detail := fields_.get("detail")) is str:
-            fields_["detail"] = _intern(detail)
-        if type(account_id := fields_.get("account_id")) is str:
-            fields_["account_id"] = _intern(account_id)
-        rec = Record(float(self._clock()), len(self.records), kind, actor, **fields_)
-        self.records.append(rec)
+        if type(detail) is str:
+            detail = _intern(detail)
+        if type(account_id) is str:
+            account_id = _intern(account_id)
+        records = self.records
+        # the slots set directly, as ``unpack`` does: the frozen ``__init__`` is several times
+        # slower and a long run writes millions of records
+        rec = _new(Record)
+        _S0(rec, float(self._clock())); _S1(rec, len(records)); _S2(rec, kind); _S3(rec, actor)  # noqa: E702
+        _S4(rec, message_id); _S5(rec, account_id); _S6(rec, cleanup_version)  # noqa: E702
+        _S7(rec, receive_count); _S8(rec, deadline); _S9(rec, visible_at); _S10(rec, detail)  # noqa: E702
+        records.append(rec)
         return rec
 
 
 _KIND_SET = frozenset(KINDS)
 _intern = sys.intern
+_new = object.__new__
+_S0, _S1, _S2, _S3, _S4, _S5, _S6, _S7, _S8, _S9, _S10 = _SETTERS
 
 
 def to_csv(records: Iterable[Record]) -> str:
