@@ -117,6 +117,8 @@ class History:
     def __init__(self, clock) -> None:
         self._clock = clock
         self.records: list[Record] = []
+        self._time = 0.0  # the last record's time: equal times share one float object
+        self._floats: dict[float, float] = {}  # one float object per distinct deadline / visible_at
 
     def record(self, kind: str, actor: str, *, message_id: int | None = None, account_id: str | None = None,
                cleanup_version: int | None = None, receive_count: int | None = None,
@@ -135,11 +137,24 @@ class History:
             detail = _intern(detail)
         if type(account_id) is str:
             account_id = _intern(account_id)
+        # likewise a deadline (every record of a job carries it) and a visibility instant: floats
+        # only (an int must stay an int) and not 0.0, which would stand for -0.0 too
+        if type(deadline) is float and deadline:
+            deadline = self._floats.setdefault(deadline, deadline)
+        if type(visible_at) is float and visible_at:
+            visible_at = self._floats.setdefault(visible_at, visible_at)
         records = self.records
+        # records come in time order, so the records of one instant (several SimPy events often)
+        # can hold the first one's float instead of one float each (virtual time is never -0.0)
+        time = float(self._clock())
+        if time == self._time:
+            time = self._time
+        else:
+            self._time = time
         # the slots set directly, as ``unpack`` does: the frozen ``__init__`` is several times
         # slower and a long run writes millions of records
         rec = _new(Record)
-        _S0(rec, float(self._clock())); _S1(rec, len(records)); _S2(rec, kind); _S3(rec, actor)  # noqa: E702
+        _S0(rec, time); _S1(rec, len(records)); _S2(rec, kind); _S3(rec, actor)  # noqa: E702
         _S4(rec, message_id); _S5(rec, account_id); _S6(rec, cleanup_version)  # noqa: E702
         _S7(rec, receive_count); _S8(rec, deadline); _S9(rec, visible_at); _S10(rec, detail)  # noqa: E702
         records.append(rec)
