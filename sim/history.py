@@ -108,7 +108,8 @@ KINDS: tuple[str, ...] = (
 
 
 class History:
-    """The world's log. ``record`` is its only writer; ``records`` is read-only by convention.
+    """The world's log. ``record`` is its only writer; ``records`` (a list, or the tuple
+    ``frozen`` gave) is read-only by convention.
 
     ``clock`` is a zero-argument callable returning the current virtual time (the SimPy
     environment's ``now``).
@@ -116,7 +117,7 @@ class History:
 
     def __init__(self, clock) -> None:
         self._clock = clock
-        self.records: list[Record] = []
+        self.records: list[Record] | tuple[Record, ...] = []
         self._time = 0.0  # the last record's time: equal times share one float object
         self._floats: dict[float, float] = {}  # one float object per distinct deadline / visible_at
 
@@ -144,6 +145,8 @@ class History:
         if type(visible_at) is float and visible_at:
             visible_at = self._floats.setdefault(visible_at, visible_at)
         records = self.records
+        if type(records) is tuple:  # recording again after ``frozen``
+            records = self.records = list(records)
         # records come in time order, so the records of one instant (several SimPy events often)
         # can hold the first one's float instead of one float each (virtual time is never -0.0)
         time = float(self._clock())
@@ -159,6 +162,13 @@ class History:
         _S7(rec, receive_count); _S8(rec, deadline); _S9(rec, visible_at); _S10(rec, detail)  # noqa: E702
         records.append(rec)
         return rec
+
+    def frozen(self) -> tuple[Record, ...]:
+        """The records so far as a tuple, which ``records`` then is too: a long run's history
+        is not held twice, as a list and as the ``Outcome``'s tuple."""
+        if type(self.records) is not tuple:
+            self.records = tuple(self.records)
+        return self.records
 
 
 _KIND_SET = frozenset(KINDS)

@@ -221,7 +221,7 @@ class World:
     def outcome(self) -> Outcome:
         """The history so far and the stores' state now (after ``run``, or after it raised
         ``ProcessorHung``)."""
-        return Outcome(tuple(self.history.records), self.final_state())
+        return Outcome(self.history.frozen(), self.final_state())
 
     def _redrive(self, at: float):
         yield self.env.timeout(at)
