@@ -68,6 +68,11 @@ def history_bytes(history) -> int:
     return total
 
 
+def process_peak() -> int:
+    """This process's peak resident memory so far, in bytes (``ru_maxrss``: KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def with_backend(scenario, backend: str, accounts: int | None):
     """``scenario`` on the ``backend`` stores (and ``accounts`` accounts, when given)."""
     data = scenario.model_dump(exclude_none=True)
@@ -99,14 +104,14 @@ def main() -> int:
             world.close()
             if best is None or elapsed < best:
                 best, best_cpu = elapsed, cpu
+        peak = process_peak()  # before history_bytes, whose own set of ids is large
         jobs = sum(1 for r in outcome.history if r.kind == "published")
         rates[backend] = jobs / best
         per_job = history_bytes(outcome.history) / jobs
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         print(f"acksim  {scenario.name}: {jobs} jobs, {len(outcome.history)} records in {best:.2f} s "
               f"({best_cpu:.2f} cpu s, {jobs / best_cpu:,.0f} jobs per cpu s) "
               f"-> {jobs / best:,.0f} jobs/s ({backend} stores); history {per_job:,.0f} bytes/job, "
-              f"process peak {peak / 2**30:.2f} GiB", flush=True)
+              f"process peak {peak / 2**30:.2f} GiB ({peak / jobs:,.0f} bytes/job)", flush=True)
         del outcome
     bare = min(bare_mmc(jobs, scenario.workers.count) for _ in range(args.repeat))
     print(f"simpy   bare M/M/{scenario.workers.count}: {jobs} jobs in {bare:.3f} s -> {jobs / bare:,.0f} jobs/s")

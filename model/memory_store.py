@@ -50,37 +50,41 @@ def _utc(when: datetime, what: str) -> datetime:
 
 
 class _Versioned:
-    """key -> [(commit number, value)], oldest first; ``None`` means absent."""
+    """key -> its latest committed ``(commit number, value)`` (``last``), and, only for keys
+    whose older values an open snapshot may still need, key -> those older entries, oldest first
+    (``older``); ``None`` means absent. Most keys have no older entry, so they cost one tuple
+    rather than a list and a tuple (a long run holds millions of keys)."""
 
-    __slots__ = ("hist",)
+    __slots__ = ("last", "older")
 
     def __init__(self) -> None:
-        self.hist: dict = {}
+        self.last: dict = {}
+        self.older: dict = {}
 
     def at(self, key, snap: int):
         """The value of ``key`` as of commit ``snap`` (None if absent then)."""
-        h = self.hist.get(key)
-        if h is None:
+        entry = self.last.get(key)
+        if entry is None:
             return None
-        if h[-1][0] <= snap:
-            return h[-1][1]
-        for number, value in reversed(h):
+        if entry[0] <= snap:
+            return entry[1]
+        for number, value in reversed(self.older.get(key, ())):
             if number <= snap:
                 return value
         return None
 
     def latest(self, key):
         """The latest committed value of ``key`` (None if absent)."""
-        h = self.hist.get(key)
-        return None if h is None else h[-1][1]
+        entry = self.last.get(key)
+        return None if entry is None else entry[1]
 
     def items_at(self, snap: int):
         """(key, value) of every key present at ``snap``, in first-insertion order."""
-        for key, h in self.hist.items():
-            number, value = h[-1]
+        older = self.older
+        for key, (number, value) in self.last.items():
             if number > snap:
                 value = None
-                for number, old in reversed(h):
+                for number, old in reversed(older.get(key, ())):
                     if number <= snap:
                         value = old
                         break
@@ -88,20 +92,28 @@ class _Versioned:
                 yield key, value
 
     def install(self, key, value, number: int, horizon: int) -> None:
-        """Record ``value`` at commit ``number``; drop entries no snapshot >= ``horizon`` needs."""
-        h = self.hist.get(key)
-        if h is None:
+        """Record ``value`` at commit ``number``; drop entries no snapshot >= ``horizon`` needs
+        (the newest entry at or before ``horizon`` and every later one are kept)."""
+        last = self.last
+        previous = last.get(key)
+        if previous is None:
             if value is not None:
-                self.hist[key] = [(number, value)]
+                last[key] = (number, value)
             return
-        h.append((number, value))
+        if number <= horizon:  # no open snapshot older than this commit: the new entry alone
+            self.older.pop(key, None)
+            if value is None:
+                del last[key]
+            else:
+                last[key] = (number, value)
+            return
+        h = self.older.get(key)
+        h = [*h, previous] if h else [previous]
         keep = len(h) - 1
         while keep > 0 and h[keep][0] > horizon:
             keep -= 1
-        if keep:
-            del h[:keep]
-        if value is None and len(h) == 1:
-            del self.hist[key]
+        self.older[key] = h[keep:]
+        last[key] = (number, value)
 
 
 class MemoryDatabase:
@@ -118,7 +130,7 @@ class MemoryDatabase:
         self._accounts = _Versioned()  # account_id -> Account
         self._markers = _Versioned()  # (account_id, version) -> row count
         self._outbox = _Versioned()  # seq -> OutboxEvent
-        self._keys: dict[str, list[int]] = {}  # event_key -> seqs of committed rows
+        self._keys: dict[str, tuple[int, ...]] = {}  # event_key -> seqs of committed rows
         self._pending: dict[int, None] = {}  # latest pending seqs, ascending
         # latest due candidates, sorted: O(log n) per change, where a list's insort and del
         # moved the whole list (a 100x capacity run keeps 200k accounts due at once)
@@ -151,7 +163,7 @@ class MemoryDatabase:
             seq = self._max_seq
             event = OutboxEvent(seq, event_key, account_id, version, status)
             self._outbox.install(seq, event, number, horizon)
-            self._keys.setdefault(event_key, []).append(seq)
+            self._keys[event_key] = self._keys.get(event_key, ()) + (seq,)
             if status == "pending":
                 self._pending[seq] = None
         for account_id in dict.fromkeys([*s._acc, *(key[0] for key in s._mk)]):

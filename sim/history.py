@@ -108,7 +108,8 @@ KINDS: tuple[str, ...] = (
 
 
 class History:
-    """The world's log. ``record`` is its only writer; ``records`` is read-only by convention.
+    """The world's log. ``record`` is its only writer; ``records`` (a list, or the tuple
+    ``frozen`` gave) is read-only by convention.
 
     ``clock`` is a zero-argument callable returning the current virtual time (the SimPy
     environment's ``now``).
@@ -116,28 +117,64 @@ class History:
 
     def __init__(self, clock) -> None:
         self._clock = clock
-        self.records: list[Record] = []
+        self.records: list[Record] | tuple[Record, ...] = []
+        self._time = 0.0  # the last record's time: equal times share one float object
+        self._floats: dict[float, float] = {}  # one float object per distinct deadline / visible_at
 
-    def record(self, kind: str, actor: str, **fields_) -> Record:
-        """Append one record stamped with the current virtual time and the next sequence number.
+    def record(self, kind: str, actor: str, *, message_id: int | None = None, account_id: str | None = None,
+               cleanup_version: int | None = None, receive_count: int | None = None,
+               deadline: float | None = None, visible_at: float | None = None, detail: str = "") -> Record:
+        """Append one record stamped with the current virtual time and the next sequence number;
+        the keywords are ``Record``'s fields of the same names.
 
-        Raises ValueError for a kind not in ``KINDS`` (a typo must not pass silently).
+        Raises ValueError for a kind not in ``KINDS`` (a typo must not pass silently), TypeError
+        for a keyword that is not a field.
         """
         if kind not in _KIND_SET:
             raise ValueError(f"unknown record kind {kind!r}")
         # one string object per distinct value ("0", "crash", an event key, an account id), not
         # one per record: a long history holds millions of each
-        if type(detail := fields_.get("detail")) is str:
-            fields_["detail"] = _intern(detail)
-        if type(account_id := fields_.get("account_id")) is str:
-            fields_["account_id"] = _intern(account_id)
-        rec = Record(float(self._clock()), len(self.records), kind, actor, **fields_)
-        self.records.append(rec)
+        if type(detail) is str:
+            detail = _intern(detail)
+        if type(account_id) is str:
+            account_id = _intern(account_id)
+        # likewise a deadline (every record of a job carries it) and a visibility instant: floats
+        # only (an int must stay an int) and not 0.0, which would stand for -0.0 too
+        if type(deadline) is float and deadline:
+            deadline = self._floats.setdefault(deadline, deadline)
+        if type(visible_at) is float and visible_at:
+            visible_at = self._floats.setdefault(visible_at, visible_at)
+        records = self.records
+        if type(records) is tuple:  # recording again after ``frozen``
+            records = self.records = list(records)
+        # records come in time order, so the records of one instant (several SimPy events often)
+        # can hold the first one's float instead of one float each (virtual time is never -0.0)
+        time = float(self._clock())
+        if time == self._time:
+            time = self._time
+        else:
+            self._time = time
+        # the slots set directly, as ``unpack`` does: the frozen ``__init__`` is several times
+        # slower and a long run writes millions of records
+        rec = _new(Record)
+        _S0(rec, time); _S1(rec, len(records)); _S2(rec, kind); _S3(rec, actor)  # noqa: E702
+        _S4(rec, message_id); _S5(rec, account_id); _S6(rec, cleanup_version)  # noqa: E702
+        _S7(rec, receive_count); _S8(rec, deadline); _S9(rec, visible_at); _S10(rec, detail)  # noqa: E702
+        records.append(rec)
         return rec
+
+    def frozen(self) -> tuple[Record, ...]:
+        """The records so far as a tuple, which ``records`` then is too: a long run's history
+        is not held twice, as a list and as the ``Outcome``'s tuple."""
+        if type(self.records) is not tuple:
+            self.records = tuple(self.records)
+        return self.records
 
 
 _KIND_SET = frozenset(KINDS)
 _intern = sys.intern
+_new = object.__new__
+_S0, _S1, _S2, _S3, _S4, _S5, _S6, _S7, _S8, _S9, _S10 = _SETTERS
 
 
 def to_csv(records: Iterable[Record]) -> str:
