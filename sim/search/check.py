@@ -107,13 +107,14 @@ def run_example(scenario: Scenario, processor: Callable | str, child: Child | No
 def example_target(processor: Callable | str, folder: str):
     """What a check's supervised child runs for each example: the world of a scenario with
     ``processor``, its SQLite stores in a folder inside ``folder`` (made and removed by the
-    parent); returns (history, final state, the processor's error texts, the hang note or "")."""
+    parent; none on the memory stores); returns (history, final state, the processor's error
+    texts, the hang note or "")."""
 
     def target(scenario: Scenario, _emit):
         tempfile.tempdir = folder  # whatever becomes of this process, the parent removes it
-        with tempfile.TemporaryDirectory(prefix="example-") as tmp:
-            db_path = Path(tmp) / "stores.db" if scenario.stores.backend == "sqlite" else None
-            world = World(scenario, processor, db_path=db_path)
+        sqlite = scenario.stores.backend == "sqlite"
+        with tempfile.TemporaryDirectory(prefix="example-") if sqlite else nullcontext() as tmp:
+            world = World(scenario, processor, db_path=Path(tmp) / "stores.db" if sqlite else None)
             hung = ""
             try:
                 outcome = world.run()
