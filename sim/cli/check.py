@@ -252,10 +252,10 @@ def save_findings(report, ref: str, out: Path, corpus: Path | None, processor_pa
     """Write one replay file per finding into ``out`` (and ``corpus``), with its timeline as a
     swimlane PNG beside it in ``out``; returns the replay files' paths. ``processor_path``:
     the folder the processor's module imports from, recorded in the file (None: none)."""
-    from acksim.report.plots.counterexample import plot_counterexample  # matplotlib: only for a finding
-
     paths = []
     for name, (scenario, result) in report.findings.items():
+        from acksim.report.plots.counterexample import plot_counterexample  # matplotlib: only for a finding
+
         text = replay_text(scenario, result, ref, processor_path)
         module, _, function = ref.rpartition(":")
         short = Path(module).stem if module.endswith(".py") else module
