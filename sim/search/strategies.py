@@ -19,13 +19,6 @@ is assembled in one ``st.composite``: the choices are the ones the nested ``flat
 drew, in the same order, but no strategy is rebuilt (and validated again) on every draw.
 A fault's instant is drawn as an index into the example's sorted deadlines and resolved
 after the draw, so its strategy depends on how many deadlines there are, not on which.
-Fault entries are drawn as tuples of primitive strategies and made into tables afterwards
-(``st.builds`` costs more per argument): the same choices in the same order, and the same
-spans under the same grouping. That grouping is kept on purpose: Hypothesis's mutator copies
-choices between spans of one label, so dropping a layer that gives spans a label of their
-own (the ``.map`` of deadlines and duplicates, the fixed dictionary of queue parameters)
-changes which examples a seed generates (measured: 18 accounts an example instead of 15, the
-search no longer main's), for a saving of under 1 ms an example.
 """
 
 from __future__ import annotations
@@ -101,30 +94,20 @@ def _fault_tables(draw, n_deliveries: int, n_instants: int, cron: bool, restart:
     """``fault_schedules`` with every instant an index into the sorted instants (see
     ``_at_instants``): each table drawn in turn from a strategy built once per number of
     deliveries or of instants."""
-    crashes = [{"delivery": d, "phase": p, "call": c} for d, p, c in draw(_crash_lists(n_deliveries))]
-    duplicates = draw(_duplicate_lists(n_deliveries))
-    spikes = [{"at_s": a, "duration_s": d, "factor": f} for a, d, f in draw(_spike_lists(n_instants))]
-    deployments = [{"at_s": a, "worker_down_s": d} for a, d in draw(_deployment_lists(n_instants))]
-    outages = [{"start_s": a, "end_s": d, "error": e} for a, d, e in draw(_outage_lists(n_instants))]
-    paused = draw(_pause_lists(n_instants)) if cron else []
-    pauses = [{"delivery": p[0], "call": p[1], "duration_s": p[2]} if len(p) == 3 else
-              {"worker": p[0], "at_s": p[1], "offset_s": p[2], "duration_s": p[3]}
-              for p in draw(_process_pause_lists(n_deliveries, n_instants))]
-    partitions = [{"worker": w, "between": b, "at_s": a, "offset_s": o, "duration_s": s}
-                  for w, b, a, o, s in draw(_partition_lists(n_instants))]
-    restarts = [{"at_s": a, "offset_s": o, "down_s": d} for a, o, d in draw(_broker_restart_lists(n_instants))]
-    return {"crashes": crashes, "duplicates": duplicates, "latency_spikes": spikes, "deployments": deployments,
-            "outages": outages, "paused": paused, "pauses": pauses, "partitions": partitions,
-            "broker_restarts": restarts,
+    return {"crashes": draw(_crash_lists(n_deliveries)), "duplicates": draw(_duplicate_lists(n_deliveries)),
+            "latency_spikes": draw(_spike_lists(n_instants)), "deployments": draw(_deployment_lists(n_instants)),
+            "outages": draw(_outage_lists(n_instants)), "paused": draw(_pause_lists(n_instants)) if cron else [],
+            "pauses": draw(_process_pause_lists(n_deliveries, n_instants)),
+            "partitions": draw(_partition_lists(n_instants)),
+            "broker_restarts": draw(_broker_restart_lists(n_instants)),
             "queue": {"on_broker_restart": draw(_base_first(restart, RESTART_RECOVERIES))},
             "workers": {"execution_timeout_s": draw(_base_first(time_limit_s, EXECUTION_TIMEOUTS))}}
 
 
 @cache
 def _crash_lists(n_deliveries: int):
-    """Up to 4 crashes as (delivery, phase, call)."""
-    return st.lists(st.tuples(st.integers(1, n_deliveries), st.sampled_from(CRASH_PHASES),
-                              st.sampled_from(CRASH_CALLS)), max_size=4)
+    return st.lists(st.builds(lambda d, p, c: {"delivery": d, "phase": p, "call": c}, st.integers(1, n_deliveries),
+                              st.sampled_from(CRASH_PHASES), st.sampled_from(CRASH_CALLS)), max_size=4)
 
 
 @cache
@@ -139,29 +122,29 @@ def _instants(n_instants: int):
 
 @cache
 def _spike_lists(n_instants: int):
-    """A latency spike as (instant index, duration s, factor)."""
-    return st.lists(st.tuples(_instants(n_instants), st.sampled_from((10.0, 100.0)),
-                              st.sampled_from((10_000.0, 100.0))), max_size=1)
+    return st.lists(st.builds(lambda a, d, f: {"at_s": a, "duration_s": d, "factor": f}, _instants(n_instants),
+                              st.sampled_from((10.0, 100.0)), st.sampled_from((10_000.0, 100.0))), max_size=1)
 
 
 @cache
 def _deployment_lists(n_instants: int):
-    """A rolling deployment as (instant index, worker down s)."""
-    return st.lists(st.tuples(_instants(n_instants), st.sampled_from((1.0, 10.0))), max_size=1)
+    return st.lists(st.builds(lambda a, d: {"at_s": a, "worker_down_s": d}, _instants(n_instants),
+                              st.sampled_from((1.0, 10.0))), max_size=1)
 
 
 @cache
 def _outage_lists(n_instants: int):
-    """Outages as (instant index, length s, error), made {start_s: index, end_s: length,
-    error}: ``_at_instants`` makes ``end_s`` the instant plus the length."""
-    return st.lists(st.tuples(_instants(n_instants), st.sampled_from((10.0, 100.0)),
-                              st.sampled_from(("transient", "permanent"))), max_size=1)
+    """Outages as {start_s: instant index, end_s: length s, error}: ``_at_instants`` makes
+    ``end_s`` the instant plus the length."""
+    return st.lists(st.builds(lambda a, d, e: {"start_s": a, "end_s": d, "error": e}, _instants(n_instants),
+                              st.sampled_from((10.0, 100.0)), st.sampled_from(("transient", "permanent"))),
+                    max_size=1)
 
 
 @cache
 def _pause_lists(n_instants: int):
-    """A scheduler pause as (instant index, length s)."""
-    return st.lists(st.tuples(_instants(n_instants), st.sampled_from((60.0, 600.0))), max_size=1)
+    return st.lists(st.builds(lambda a, d: (a, d), _instants(n_instants), st.sampled_from((60.0, 600.0))),
+                    max_size=1)
 
 
 def _at_instants(tables: dict, instants: list[float]) -> dict:
@@ -215,29 +198,32 @@ def _process_pause_lists(n_deliveries: int, n_instants: int):
     """``[[faults.pauses]]`` entries: the holder of a delivery frozen before one of its store
     calls (the writes first), or worker 1-3 frozen at an instant (index, and ``offset_s``
     from it: see ``_at_instants``), for longer than the drawn visibility timeouts first (so
-    the lease moves on) or shorter. Drawn as tuples: (delivery, call, duration s) or (worker,
-    instant index, offset s, duration s)."""
+    the lease moves on) or shorter."""
     durations = st.sampled_from((30.0, 2.0, 10.0))
-    at_call = st.tuples(st.integers(1, n_deliveries), st.sampled_from(CRASH_CALLS), durations)
-    at_time = st.tuples(st.integers(1, 3), _instants(n_instants), st.sampled_from(LINK_OFFSETS_S), durations)
+    at_call = st.builds(lambda d, c, s: {"delivery": d, "call": c, "duration_s": s},
+                        st.integers(1, n_deliveries), st.sampled_from(CRASH_CALLS), durations)
+    at_time = st.builds(lambda w, a, o, s: {"worker": w, "at_s": a, "offset_s": o, "duration_s": s},
+                        st.integers(1, 3), _instants(n_instants), st.sampled_from(LINK_OFFSETS_S), durations)
     return st.lists(st.one_of(at_call, at_time), max_size=1)
 
 
 @cache
 def _partition_lists(n_instants: int):
     """``[[faults.partitions]]`` entries: worker 1-3 cut off from the queue (first) or its
-    database around an instant (index and ``offset_s``), drawn as (worker, between, index,
-    offset s, duration s)."""
-    return st.lists(st.tuples(st.integers(1, 3), st.sampled_from(("queue", "db")), _instants(n_instants),
-                              st.sampled_from(LINK_OFFSETS_S), st.sampled_from((10.0, 30.0))), max_size=1)
+    database around an instant (index and ``offset_s``)."""
+    return st.lists(st.builds(
+        lambda w, b, a, o, s: {"worker": w, "between": b, "at_s": a, "offset_s": o, "duration_s": s},
+        st.integers(1, 3), st.sampled_from(("queue", "db")), _instants(n_instants),
+        st.sampled_from(LINK_OFFSETS_S), st.sampled_from((10.0, 30.0))), max_size=1)
 
 
 @cache
 def _broker_restart_lists(n_instants: int):
     """``[[faults.broker_restarts]]`` entries just after an instant (index and ``offset_s``:
     an attempt under way), down 10 s or 1 s. Losses of a broker without persistence are not
-    drawn: they lose work whatever the design does. Drawn as (index, offset s, down s)."""
-    return st.lists(st.tuples(_instants(n_instants), st.sampled_from((0.003, 0.0015, 0.0)),
+    drawn: they lose work whatever the design does."""
+    return st.lists(st.builds(lambda a, o, d: {"at_s": a, "offset_s": o, "down_s": d},
+                              _instants(n_instants), st.sampled_from((0.003, 0.0015, 0.0)),
                               st.sampled_from((10.0, 1.0))), max_size=1)
 
 
@@ -249,22 +235,12 @@ def queue_mechanisms(base: Scenario, cron: bool):
     orphans come back at its worker's restart, later than the lease of a quarter of it that
     a timer would have given); and, in a state-based cron run (which publishes a trimmed job
     again), a short stream whose trimmed pending entries come back as tombstones."""
-    return st.builds(_mechanisms_table, *_queue_mechanisms(base, cron))
-
-
-def _queue_mechanisms(base: Scenario, cron: bool) -> tuple:
-    """``queue_mechanisms``' three strategies (ack, recovery, tombstones), drawn in turn and
-    made one table by ``_mechanisms_table``."""
-    return _mechanism_parts(base.queue.ack_by, base.workers.restart_delay_s,
-                            cron and base.scheduler.cron_selection == "due")
-
-
-def _mechanisms_table(ack: str, recovery: dict, tombstones: dict) -> dict:
-    return {"ack_by": ack, **recovery, **tombstones}
+    return _queue_mechanisms(base.queue.ack_by, base.workers.restart_delay_s,
+                             cron and base.scheduler.cron_selection == "due")
 
 
 @cache
-def _mechanism_parts(ack_by: str, restart_s: float, tombstones_apply: bool) -> tuple:
+def _queue_mechanisms(ack_by: str, restart_s: float, tombstones_apply: bool):
     ack = st.sampled_from((ack_by, "message_id" if ack_by == "receipt" else "receipt"))
     recovery = st.sampled_from(({}, {"redelivery": "claim", "sweep_interval_s": 0.0, "recovery_sweep": "process_start",
                                      "recovery_interval_s": 0.0, "heartbeat_ttl_s": restart_s / 2,
@@ -273,28 +249,22 @@ def _mechanism_parts(ack_by: str, restart_s: float, tombstones_apply: bool) -> t
     tombstones = st.just({})
     if tombstones_apply:
         tombstones = st.sampled_from(({}, {"tombstones": True, "max_length": 3}, {"tombstones": True, "max_length": 8}))
-    return ack, recovery, tombstones
+    return st.builds(lambda a, r, t: {"ack_by": a, **r, **t}, ack, recovery, tombstones)
 
 
 def scheduler_ordering(base: Scenario):
     """Strategy: ``[scheduler]`` overrides for its two steps (publish, record), base's first:
     the order, and a crash between them in a third of the publishes (publish then record:
     the job published again; record then publish: left to the sweeper)."""
-    return st.builds(_ordering_table, *_scheduler_ordering(base.scheduler.order,
-                                                           base.scheduler.publish_crash_probability))
-
-
-def _ordering_table(order: str, crash_probability: float) -> dict:
-    return {"order": order, "publish_crash_probability": crash_probability}
+    return _scheduler_ordering(base.scheduler.order, base.scheduler.publish_crash_probability)
 
 
 @cache
-def _scheduler_ordering(order: str, crash_probability: float) -> tuple:
-    """``scheduler_ordering``'s two strategies (order, crash probability)."""
+def _scheduler_ordering(order: str, crash_probability: float):
     orders = st.sampled_from((order, "record_then_publish" if order == "publish_then_record"
                               else "publish_then_record"))
     crash = st.sampled_from((crash_probability, 0.3))
-    return orders, crash
+    return st.builds(lambda o, p: {"order": o, "publish_crash_probability": p}, orders, crash)
 
 
 def check_scenarios(base: Scenario, max_accounts: int = 30):
@@ -312,14 +282,12 @@ def _check_scenario(draw, base: Scenario, max_accounts: int):
     faults = _at_instants(draw(_fault_tables(3 * len(accounts) + 3, len(instants), mode == "cron",
                                              base.queue.on_broker_restart, base.workers.execution_timeout_s)),
                           instants)
-    # each part drawn on its own (no builds or fixed_dictionaries layer), in the order of old
     queue = dict(draw(_queue_tables(base.queue.visibility_timeout_s, base.queue.max_receive_count)))
     queue["redrive_at_s"] = (instants[-1] + 300.0,) if queue["redrive_at_s"] else ()
-    queue.update(_mechanisms_table(*(draw(s) for s in _queue_mechanisms(base, mode == "cron"))))
+    queue.update(draw(queue_mechanisms(base, mode == "cron")))
     workers = draw(_worker_counts(max(base.workers.count, 1) + 1))
     seed = draw(SEEDS)
-    orders, crash = _scheduler_ordering(base.scheduler.order, base.scheduler.publish_crash_probability)
-    scheduler = _ordering_table(draw(orders), draw(crash))
+    scheduler = draw(scheduler_ordering(base))
     faults["queue"]["prefetch"] = draw(_base_first(base.queue.prefetch, PREFETCHES))  # drawn last
     data = base.model_dump(exclude_none=True)
     data.update(seed=seed, plan={"accounts": accounts, "steps": steps})
@@ -347,8 +315,7 @@ _MODE = st.sampled_from(MODES)
 def _queue_tables(vt: float, mrc: int):
     """The drawn queue parameters around the base's visibility timeout ``vt`` (s) and max
     receive count ``mrc``; ``redrive_at_s`` is drawn as 0 (none) or 1 (an operator redrive
-    300 s after the last deadline). (A fixed dictionary draws one choice more than its
-    values: kept, so the choice sequences of old replay.)"""
+    300 s after the last deadline)."""
     return st.fixed_dictionaries({
         "visibility_timeout_s": st.sampled_from((vt, vt / 4, vt * 4)),
         "max_receive_count": st.sampled_from((mrc, 2, 0)),
