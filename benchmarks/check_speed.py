@@ -14,6 +14,12 @@ the yardstick of the same run: how N copies of a pure-Python busy loop scale on 
 here (on a machine shared with other work, fewer cores are free than it has). The ratios, not
 the absolute rate, are what to compare across machines. Wall-clock time is measured here
 only, never inside the model.
+
+Hypothesis draws about one value in twenty from the constants in the source of the loaded
+modules that are not installed packages (acksim itself, in an editable install), so which
+examples a seed gives depends on what is imported. Every module the searches import
+(``--jobs N``'s pool among them) is imported before the first one, so all three lines draw
+from the same constants and the two runs of the N searches try the same examples.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
+import acksim.capacity.executors  # noqa: F401 - the pool of --jobs N, imported before any search (see below)
 from acksim.judges.hazards import HAZARDS
 from acksim.search.check import base_scenario, run_check
 from acksim.search.parallel import budgets, default_jobs, merge, run_checks, search_seed
