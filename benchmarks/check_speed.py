@@ -3,33 +3,58 @@ coverage per example, and how ``--jobs N`` scales, measured in one run.
 
     python benchmarks/check_speed.py [--examples N] [--jobs N] [--seed S]
 
-Prints, for one search in this process and for N searches on N processes (``run_checks``):
-examples, wall seconds, examples/s, the share of examples that hit each hazard window, and
-the ratio of the two rates (the scaling), next to the yardstick of the same run: how N copies
-of a pure-Python busy loop scale on N processes here (on a machine shared with other work,
-fewer cores are free than it has). The ratios, not the absolute rate, are what to compare
-across machines. Wall-clock time is measured here only, never inside the model.
+Prints, for one search in this process (``check --jobs 1``), examples, wall seconds,
+examples/s, CPU milliseconds per example (this process and its supervised children) and the
+share of examples that hit each hazard window. With ``--jobs N`` it then runs the N searches
+``check --jobs N`` runs (the same seeds and budgets, ``acksim.search.parallel``) twice: one
+after another in this process, and on N processes. Both runs try the same examples, so the
+ratio of their rates is the scaling of the same work (the N seeds' examples need not cost
+what the first seed's do: comparing ``--jobs N`` with ``--jobs 1`` mixes the two). Beside it,
+the yardstick of the same run: how N copies of a pure-Python busy loop scale on N processes
+here (on a machine shared with other work, fewer cores are free than it has). The ratios, not
+the absolute rate, are what to compare across machines. Wall-clock time is measured here
+only, never inside the model.
+
+Hypothesis draws about one value in twenty from the constants in the source of the loaded
+modules that are not installed packages (acksim itself, in an editable install), so which
+examples a seed gives depends on what is imported. Every module the searches import
+(``--jobs N``'s pool among them) is imported before the first one, so all three lines draw
+from the same constants and the two runs of the N searches try the same examples.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
+import acksim.capacity.executors  # noqa: F401 - the pool of --jobs N, imported before any search (see below)
 from acksim.judges.hazards import HAZARDS
-from acksim.model import process
-from acksim.search.check import base_scenario
-from acksim.search.parallel import default_jobs, run_checks
+from acksim.search.check import base_scenario, run_check
+from acksim.search.parallel import budgets, default_jobs, merge, run_checks, search_seed
+
+REFERENCE = "acksim.model.processor:process"
 
 
-def measure(examples: int, jobs: int, seed: int):
-    """(report, wall seconds) of a check of the reference on the default base."""
-    started = time.perf_counter()
-    report = run_checks("acksim.model.processor:process" if jobs > 1 else process, base_scenario(),
-                        jobs=jobs, max_examples=examples, seed=seed)
-    return report, time.perf_counter() - started
+def _cpu() -> float:
+    """CPU seconds of this process and of its reaped children (supervised children, pools)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def measure(examples: int, jobs: int, seed: int, parallel: bool = True):
+    """(report, wall seconds, CPU seconds) of a check of the reference on the default base:
+    ``jobs`` searches as ``check --jobs`` splits them, on ``jobs`` processes (``parallel``) or
+    one after another in this process."""
+    started, cpu = time.perf_counter(), _cpu()
+    if parallel or jobs == 1:
+        report = run_checks(REFERENCE, base_scenario(), jobs=jobs, max_examples=examples, seed=seed)
+    else:
+        report = merge([run_check(REFERENCE, base_scenario(), max_examples=share, seed=search_seed(seed, i))
+                        for i, share in enumerate(budgets(examples, jobs))])
+    return report, time.perf_counter() - started, _cpu() - cpu
 
 
 def burn(n: int) -> int:
@@ -52,12 +77,12 @@ def yardstick(jobs: int, n: int = 10_000_000) -> float:
     return jobs * one / many
 
 
-def line(label: str, report, seconds: float) -> str:
-    """One line: examples, seconds, rate, coverage share per hazard window."""
+def line(label: str, report, seconds: float, cpu: float) -> str:
+    """One line: examples, seconds, rate, CPU per example, coverage share per hazard window."""
     n = max(report.examples, 1)
     cover = " ".join(f"{name}={report.coverage[name] / n:.2f}" for name, _fn in HAZARDS)
-    return (f"{label}: {report.examples} examples in {seconds:.2f} s -> {report.examples / seconds:.1f} examples/s; "
-            f"coverage per example: {cover}")
+    return (f"{label}: {report.examples} examples in {seconds:.2f} s -> {report.examples / seconds:.1f} examples/s, "
+            f"{cpu / n * 1e3:.1f} ms CPU an example; coverage per example: {cover}")
 
 
 def main() -> int:
@@ -66,15 +91,16 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=default_jobs())
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
-    one, t1 = measure(args.examples, 1, args.seed)
-    print(line("check --jobs 1", one, t1))
+    print(line("check --jobs 1", *measure(args.examples, 1, args.seed)))
     if args.jobs > 1:
-        many, tn = measure(args.examples, args.jobs, args.seed)
-        print(line(f"check --jobs {args.jobs}", many, tn))
-        scaling = (many.examples / tn) / (one.examples / t1)
+        seq, t_seq, c_seq = measure(args.examples, args.jobs, args.seed, parallel=False)
+        print(line(f"the {args.jobs} searches of --jobs {args.jobs}, one after another", seq, t_seq, c_seq))
+        many, tn, cn = measure(args.examples, args.jobs, args.seed)
+        print(line(f"check --jobs {args.jobs}", many, tn, cn))
+        scaling = (many.examples / tn) / (seq.examples / t_seq)
         free = yardstick(args.jobs)
-        print(f"scaling --jobs {args.jobs} / --jobs 1 = {scaling:.2f}x (examples/s); yardstick: {args.jobs} busy loops "
-              f"scale {free:.2f}x here; check / yardstick = {scaling / free:.2f}")
+        print(f"scaling --jobs {args.jobs} / the same searches one after another = {scaling:.2f}x (examples/s); "
+              f"yardstick: {args.jobs} busy loops scale {free:.2f}x here; check / yardstick = {scaling / free:.2f}")
     return 0
 
 

@@ -21,7 +21,6 @@ from acksim.report.junit import check_junit_path, check_suite, write_junit
 from acksim.report.outdir import UsageError, check_out_dir, safe_name
 from acksim.world.processor_ref import canonical_ref, processor_folder
 from acksim.world.supervised import check_loads
-from acksim.report.plots.counterexample import plot_counterexample
 from acksim.scenario import load
 
 DESIGN_FLAGS = (  # (flag, scenario section, key, choices)
@@ -255,6 +254,8 @@ def save_findings(report, ref: str, out: Path, corpus: Path | None, processor_pa
     the folder the processor's module imports from, recorded in the file (None: none)."""
     paths = []
     for name, (scenario, result) in report.findings.items():
+        from acksim.report.plots.counterexample import plot_counterexample  # matplotlib: only for a finding
+
         text = replay_text(scenario, result, ref, processor_path)
         module, _, function = ref.rpartition(":")
         short = Path(module).stem if module.endswith(".py") else module

@@ -17,8 +17,6 @@ from __future__ import annotations
 import math
 from typing import Mapping, Sequence
 
-import numpy as np
-
 from acksim.history import Record
 from acksim.judges.series import end_to_end_latencies, message_ages, queue_series, recovery_samples
 
@@ -39,6 +37,8 @@ DEFAULT_THRESHOLDS: Mapping[str, float] = {"dead_lettered_share": 0.5}
 
 
 def _pct(values, q: float) -> float | None:
+    import numpy as np  # numpy and pandas only where figures are built: a check never needs them
+
     arr = np.asarray(values, dtype=float)
     return None if arr.size == 0 else float(np.percentile(arr, q))
 
@@ -54,6 +54,8 @@ def measure(history: Sequence[Record]) -> tuple[dict[str, float | None], dict[st
         throughput = len(acks) / (acks[-1].time - first_delivery)
     else:
         throughput = None
+    import numpy as np
+
     e2e = end_to_end_latencies(history)
     recovered, censored = recovery_samples(history)
     rec = np.concatenate([recovered.to_numpy(dtype=float), censored.to_numpy(dtype=float)])

@@ -9,10 +9,11 @@ timeline and written as a replay file that ``acksim run`` reproduces record for 
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import tempfile
 import time
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,13 +108,14 @@ def run_example(scenario: Scenario, processor: Callable | str, child: Child | No
 def example_target(processor: Callable | str, folder: str):
     """What a check's supervised child runs for each example: the world of a scenario with
     ``processor``, its SQLite stores in a folder inside ``folder`` (made and removed by the
-    parent); returns (history, final state, the processor's error texts, the hang note or "")."""
+    parent; none on the memory stores); returns (history, final state, the processor's error
+    texts, the hang note or "")."""
 
     def target(scenario: Scenario, _emit):
         tempfile.tempdir = folder  # whatever becomes of this process, the parent removes it
-        with tempfile.TemporaryDirectory(prefix="example-") as tmp:
-            db_path = Path(tmp) / "stores.db" if scenario.stores.backend == "sqlite" else None
-            world = World(scenario, processor, db_path=db_path)
+        sqlite = scenario.stores.backend == "sqlite"
+        with tempfile.TemporaryDirectory(prefix="example-") if sqlite else nullcontext() as tmp:
+            world = World(scenario, processor, db_path=Path(tmp) / "stores.db" if sqlite else None)
             hung = ""
             try:
                 outcome = world.run()
@@ -178,7 +180,7 @@ def run_check(processor: Callable | str, base: Scenario, *, max_examples: int = 
     started = time.monotonic()
     round_no = 0
     with tempfile.TemporaryDirectory(prefix="acksim-check-") as tmp, \
-            Child(example_target(processor, tmp)) as child:
+            Child(example_target(processor, tmp)) as child, _search_gc():
         run = (lambda scenario: run_example(scenario, processor, child)) if contained else \
             (lambda scenario: _run_here(scenario, processor, tmp))
         while True:
@@ -190,6 +192,34 @@ def run_check(processor: Callable | str, base: Scenario, *, max_examples: int = 
                 break  # nothing new, what was asked for, or a processor too costly to run on
     report.seconds = time.monotonic() - started
     return report
+
+
+# the young generation's threshold while a search runs (Python's default is 700); the older
+# generations' are its defaults (10, 10). A search allocates a few thousand objects an example
+# (Hypothesis's choices and spans, the history's records): at 700, about a collection an
+# example, most of them traversing what an example left in generation 1
+SEARCH_GC_THRESHOLD = (10_000, 10, 10)
+
+
+@contextmanager
+def _search_gc():
+    """The garbage collector's policy of a search in this process: what is alive when it starts
+    (modules, the base scenario) frozen out of every collection (``gc.freeze``, unless
+    something froze objects already), and ``SEARCH_GC_THRESHOLD``; both put back after. A
+    supervised child forked meanwhile runs with the thresholds of old (``Child``) and shares the
+    frozen objects copy-on-write without its collections touching them."""
+    old = gc.get_threshold()
+    freeze = gc.get_freeze_count() == 0
+    if freeze:
+        gc.collect()
+        gc.freeze()
+    gc.set_threshold(*SEARCH_GC_THRESHOLD)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        if freeze:
+            gc.unfreeze()
 
 
 class _Here:

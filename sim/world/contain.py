@@ -34,6 +34,7 @@ import builtins
 import ctypes
 import dataclasses
 import enum
+import gc
 import mmap
 import os
 import pickle
@@ -82,7 +83,9 @@ class Child:
     gets a fresh child.
 
     Lifecycle: ``call()`` as often as needed, then ``close()`` (also a context manager). Not
-    for concurrent use from several threads."""
+    for concurrent use from several threads. The child runs with the garbage collector's
+    thresholds of the moment the ``Child`` was made (a check raises this process's while its
+    search runs: ``acksim.search.check``)."""
 
     def __init__(self, target: Callable[[Any, Callable[[Any], None]], Any], keep: bool = True) -> None:
         self.target, self.keep = target, keep
@@ -91,6 +94,7 @@ class Child:
         self._shared = mmap.mmap(-1, 3 * 8)  # anonymous and shared with the children
         self._slots = (ctypes.c_double * 3).from_buffer(self._shared)  # step started, budget, heartbeat
         self.forks = 0
+        self._gc_threshold = gc.get_threshold()
 
     def __enter__(self) -> "Child":
         return self
@@ -130,7 +134,7 @@ class Child:
         pid = os.fork()
         if pid == 0:  # the child: never returns
             here.close()
-            _child_main(there, self.target, self._slots)
+            _child_main(there, self.target, self._slots, self._gc_threshold)
         there.close()
         self.pid, self._conn = pid, here
         self.forks += 1
@@ -239,12 +243,13 @@ def describe_exit(code: int | None) -> str:
 
 
 # --- the child's side ----------------------------------------------------------------------
-def _child_main(conn, target, slots) -> None:
+def _child_main(conn, target, slots, gc_threshold: tuple[int, ...]) -> None:
     """The child's loop: receive args, run ``target``, send ``(kind, value, threads, note)``;
     ends with ``os._exit`` at end of input, after threads were left behind, or on any error
-    of its own."""
+    of its own. ``gc_threshold``: the garbage collector's thresholds it runs with."""
     code = 0
     try:
+        gc.set_threshold(*gc_threshold)
         _become_child(slots)
         while True:
             try:

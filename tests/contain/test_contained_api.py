@@ -125,6 +125,19 @@ def test_one_child_serves_call_after_call_and_is_replaced_after_a_death():
     assert child.forks == 2
 
 
+def test_the_child_collects_with_the_thresholds_of_when_it_was_made_and_a_search_puts_them_back():
+    import gc
+
+    from acksim.search.check import SEARCH_GC_THRESHOLD, _search_gc
+
+    before = gc.get_threshold()
+    with Child(lambda args, emit: (gc.get_threshold(), gc.get_freeze_count() > 0)) as child, _search_gc():
+        assert gc.get_threshold() == SEARCH_GC_THRESHOLD
+        threshold, frozen = child.call(None).value
+    assert threshold == before and frozen  # forked under the search: its objects shared, frozen
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
 def test_errors_of_the_target_come_back_as_themselves():
     from acksim.scenario import ScenarioError
 
