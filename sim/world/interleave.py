@@ -32,7 +32,9 @@ as hung), and ``os._exit`` ends the process: only a separate process would conta
 from __future__ import annotations
 
 import _thread
+import ctypes
 import os
+import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -248,8 +250,22 @@ class _Watchdog:
             started = self.started_at
             if started is not None and _REAL_MONOTONIC() - started > self.budget_s:
                 self.fired = True
-                _thread.interrupt_main()
+                _interrupt_main()
                 _REAL_SLEEP(0.2)
+
+
+def _interrupt_main() -> None:
+    """Raise ``KeyboardInterrupt`` in the main thread, where the hung step runs. Through its
+    SIGINT handler when that is Python's own or one of ``acksim.interrupts`` (both raise it);
+    otherwise straight into the thread (``PyThreadState_SetAsyncExc``): ``interrupt_main``
+    does nothing when SIGINT is ignored or left to the system, and another library's handler
+    may not raise, and either would leave the hung step running for good."""
+    handler = signal.getsignal(signal.SIGINT)
+    if handler is signal.default_int_handler or getattr(handler, "__module__", None) == "acksim.interrupts":
+        _thread.interrupt_main()
+    else:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(threading.main_thread().ident),
+                                                   ctypes.py_object(KeyboardInterrupt))
 
 
 _WATCHDOG = _Watchdog()

@@ -100,3 +100,31 @@ def test_a_hung_processor_ends_the_run_and_says_so(tmp_path):
         world.close()
     assert final.stopped_early
     assert final.stop_reason.startswith("the processor hung, so the run ended there: the processor ran over 0.2 s")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("disposition", ["ignored", "a handler that does not raise"])
+def test_a_hung_processor_is_stopped_whatever_sigint_does(disposition):
+    # the watchdog's interrupt must not depend on this process's SIGINT handler (a library's,
+    # or SIGINT ignored, which makes _thread.interrupt_main a no-op)
+    import signal
+
+    from acksim.world.interleave import ProcessorHung
+
+    def spins(job, accounts, cleanup_store, outbox):
+        while True:
+            pass
+
+    noted = []
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN if disposition == "ignored" else
+                             (lambda signum, frame: noted.append(signum)))
+    world = World(parse(tiny_dict(run={"step_budget_s": 0.2})), spins)
+    try:
+        with pytest.raises(ProcessorHung):
+            world.run()
+        final = world.outcome().final
+    finally:
+        world.close()
+        signal.signal(signal.SIGINT, previous)
+    assert final.stop_reason.startswith("the processor hung, so the run ended there: the processor ran over 0.2 s")
+    assert noted == []  # the other handler was not what stopped it
