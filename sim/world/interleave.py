@@ -256,12 +256,15 @@ class _Watchdog:
 
 def _interrupt_main() -> None:
     """Raise ``KeyboardInterrupt`` in the main thread, where the hung step runs. Through its
-    SIGINT handler when that is Python's own or one of ``acksim.interrupts`` (both raise it);
-    otherwise straight into the thread (``PyThreadState_SetAsyncExc``): ``interrupt_main``
-    does nothing when SIGINT is ignored or left to the system, and another library's handler
-    may not raise, and either would leave the hung step running for good."""
+    SIGINT handler when that is Python's own or one of ``acksim.interrupts`` (both raise it),
+    and always in a supervised child (``acksim.world.contain``: a processor that ignores
+    SIGINT there is killed by the parent at its budget + 2 s); otherwise straight into the
+    thread (``PyThreadState_SetAsyncExc``): ``interrupt_main`` does nothing when SIGINT is
+    ignored or left to the system, and another library's handler may not raise, and in this
+    process nothing else would stop the hung step."""
     handler = signal.getsignal(signal.SIGINT)
-    if handler is signal.default_int_handler or getattr(handler, "__module__", None) == "acksim.interrupts":
+    if _SLOTS is not None or handler is signal.default_int_handler \
+            or getattr(handler, "__module__", None) == "acksim.interrupts":
         _thread.interrupt_main()
     else:
         ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(threading.main_thread().ident),
