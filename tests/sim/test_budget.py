@@ -84,20 +84,27 @@ def test_a_fan_out_too_large_to_run_is_refused_naming_its_size():
         FanoutWorld(scenario)
 
 
-def test_a_hung_processor_ends_the_run_and_says_so(tmp_path):
+def _spins(job, accounts, cleanup_store, outbox):
+    while True:
+        pass
+
+
+def _final_of_a_hung_run():
+    """The final state of a world whose processor spins, with a 0.2 s step budget (the run
+    must raise ``ProcessorHung``)."""
     from acksim.world.interleave import ProcessorHung
 
-    def spins(job, accounts, cleanup_store, outbox):
-        while True:
-            pass
-
-    world = World(parse(tiny_dict(run={"step_budget_s": 0.2})), spins)
+    world = World(parse(tiny_dict(run={"step_budget_s": 0.2})), _spins)
     try:
         with pytest.raises(ProcessorHung):
             world.run()
-        final = world.outcome().final
+        return world.outcome().final
     finally:
         world.close()
+
+
+def test_a_hung_processor_ends_the_run_and_says_so(tmp_path):
+    final = _final_of_a_hung_run()
     assert final.stopped_early
     assert final.stop_reason.startswith("the processor hung, so the run ended there: the processor ran over 0.2 s")
 
@@ -109,22 +116,12 @@ def test_a_hung_processor_is_stopped_whatever_sigint_does(disposition):
     # or SIGINT ignored, which makes _thread.interrupt_main a no-op)
     import signal
 
-    from acksim.world.interleave import ProcessorHung
-
-    def spins(job, accounts, cleanup_store, outbox):
-        while True:
-            pass
-
     noted = []
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN if disposition == "ignored" else
                              (lambda signum, frame: noted.append(signum)))
-    world = World(parse(tiny_dict(run={"step_budget_s": 0.2})), spins)
     try:
-        with pytest.raises(ProcessorHung):
-            world.run()
-        final = world.outcome().final
+        final = _final_of_a_hung_run()
     finally:
-        world.close()
         signal.signal(signal.SIGINT, previous)
     assert final.stop_reason.startswith("the processor hung, so the run ended there: the processor ran over 0.2 s")
     assert noted == []  # the other handler was not what stopped it
