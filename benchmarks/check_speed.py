@@ -15,6 +15,10 @@ here (on a machine shared with other work, fewer cores are free than it has). Th
 the absolute rate, are what to compare across machines. Wall-clock time is measured here
 only, never inside the model.
 
+The first line is the search alone: the same Hypothesis search (strategy, settings, seed) with
+a body that runs no world, so its CPU per example is what drawing and validating the examples
+costs, and one over it the most examples a second one core can reach whatever the world costs.
+
 Hypothesis draws about one value in twenty from the constants in the source of the loaded
 modules that are not installed packages (acksim itself, in an editable install), so which
 examples a seed gives depends on what is imported. Every module the searches import
@@ -32,7 +36,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import acksim.capacity.executors  # noqa: F401 - the pool of --jobs N, imported before any search (see below)
 from acksim.judges.hazards import HAZARDS
-from acksim.search.check import base_scenario, run_check
+from acksim.search.check import base_scenario, run_check, search_test
 from acksim.search.parallel import budgets, default_jobs, merge, run_checks, search_seed
 
 REFERENCE = "acksim.model.processor:process"
@@ -55,6 +59,20 @@ def measure(examples: int, jobs: int, seed: int, parallel: bool = True):
         report = merge([run_check(REFERENCE, base_scenario(), max_examples=share, seed=search_seed(seed, i))
                         for i, share in enumerate(budgets(examples, jobs))])
     return report, time.perf_counter() - started, _cpu() - cpu
+
+
+def search_floor(examples: int, seed: int) -> tuple[int, float]:
+    """(examples drawn, CPU seconds) of ``check --jobs 1``'s Hypothesis search on the default
+    base with an empty body: every example drawn and validated, no world run, no judge."""
+    drawn = 0
+
+    def body(_scenario) -> None:
+        nonlocal drawn
+        drawn += 1
+
+    cpu = _cpu()
+    search_test(body, base_scenario(), examples, seed)()
+    return drawn, _cpu() - cpu
 
 
 def burn(n: int) -> int:
@@ -91,6 +109,9 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=default_jobs())
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
+    drawn, cpu = search_floor(args.examples, args.seed)
+    print(f"the search alone (no world): {drawn} examples, {cpu / drawn * 1e3:.2f} ms CPU an example -> "
+          f"at most {drawn / cpu:.0f} examples/s on one core, whatever the world costs")
     print(line("check --jobs 1", *measure(args.examples, 1, args.seed)))
     if args.jobs > 1:
         seq, t_seq, c_seq = measure(args.examples, args.jobs, args.seed, parallel=False)

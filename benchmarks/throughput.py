@@ -97,6 +97,7 @@ def main() -> int:
         scenario = with_backend(base, backend, args.accounts)
         best = best_cpu = None
         for _ in range(args.repeat):
+            outcome = None  # the previous run's history goes before the next world is built: one at a time
             world = World(scenario)
             start, start_cpu = time.perf_counter(), time.process_time()
             outcome = world.run()

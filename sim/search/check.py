@@ -260,14 +260,22 @@ def _search(report: CheckReport, run, base, budget, seed, database, key, round_n
         db = ReadOnlyDatabase(db)  # later rounds count found kinds as passes: they must not delete them
     # one database key per processor and design, so counterexamples are replayed for their own design
     body._hypothesis_internal_add_digest = key.encode()
-    # every phase but "explain": its extra runs would double the cost of each finding
-    test = settings(max_examples=budget, deadline=None, database=db, suppress_health_check=list(HealthCheck),
-                    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink))(
-        hypothesis_seed(seed)(given(check_scenarios(base))(body)))
     try:
-        test()
+        search_test(body, base, budget, seed, db)()
     except (Finding, BaseExceptionGroup) as exc:
         _only_findings(exc)
+
+
+def search_test(body: Callable[[Scenario], None], base: Scenario, budget: int, seed: int, database=None):
+    """The Hypothesis test of one search round: ``body`` called with up to ``budget`` drawn
+    ``Scenario`` objects around ``base`` (``acksim.search.strategies.check_scenarios``),
+    seeded ``seed``, with ``database`` (a Hypothesis example database, or None) and every
+    phase but "explain" (its extra runs would double the cost of each finding). Returns the
+    zero-argument test; calling it raises what ``body`` raised for the shrunk example.
+    ``benchmarks/check_speed.py`` runs it with an empty body: Hypothesis's own cost."""
+    return settings(max_examples=budget, deadline=None, database=database, suppress_health_check=list(HealthCheck),
+                    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink))(
+        hypothesis_seed(seed)(given(check_scenarios(base))(body)))
 
 
 def _only_findings(exc: BaseException) -> None:
