@@ -136,6 +136,10 @@ class MemoryDatabase:
         # moved the whole list (a 100x capacity run keeps 200k accounts due at once)
         self._due: SortedList = SortedList()
         self._due_entry: dict[str, tuple[datetime, str]] = {}  # account_id -> its entry
+        # accounts changed by commits since ``_due`` was last brought up to date, in commit
+        # order: ``due()`` refreshes them first, so a run that never asks (the per-deadline
+        # scheduler) never sorts
+        self._due_stale: dict[str, None] = {}
         self._max_seq = 0
 
     def session(self) -> MemorySession:
@@ -166,20 +170,28 @@ class MemoryDatabase:
             self._keys[event_key] = self._keys.get(event_key, ()) + (seq,)
             if status == "pending":
                 self._pending[seq] = None
-        for account_id in dict.fromkeys([*s._acc, *(key[0] for key in s._mk)]):
-            self._refresh_due(account_id)
+        stale = self._due_stale
+        for account_id in s._acc:
+            stale[account_id] = None
+        for key in s._mk:
+            stale[key[0]] = None
         self._commit_no = number
 
-    def _refresh_due(self, account_id: str) -> None:
-        """Keep ``_due`` = sorted (deadline, id) of latest accounts due but for the time."""
-        old = self._due_entry.pop(account_id, None)
-        if old is not None:
-            self._due.remove(old)
-        account = self._accounts.latest(account_id)
-        if (account is not None and not account.renewed
-                and not self._markers.latest((account_id, account.cleanup_version))):
-            entry = self._due_entry[account_id] = (account.deadline, account_id)
-            self._due.add(entry)
+    def _latest_due(self) -> SortedList:
+        """``_due`` brought up to date: sorted (deadline, id) of the latest accounts that are
+        due but for the time (not renewed, no marker for their current version)."""
+        stale, entries, due = self._due_stale, self._due_entry, self._due
+        for account_id in stale:
+            old = entries.pop(account_id, None)
+            if old is not None:
+                due.remove(old)
+            account = self._accounts.latest(account_id)
+            if (account is not None and not account.renewed
+                    and not self._markers.latest((account_id, account.cleanup_version))):
+                entry = entries[account_id] = (account.deadline, account_id)
+                due.add(entry)
+        stale.clear()
+        return due
 
 
 class MemorySession:
@@ -395,7 +407,7 @@ class MemoryAccounts:
         db = s._db
         if snap == db._commit_no and not s._acc and not s._mk:  # fast path: latest state
             result = []
-            for deadline, account_id in db._due:
+            for deadline, account_id in db._latest_due():
                 if deadline > now or len(result) == limit:
                     break
                 result.append(db._accounts.latest(account_id))

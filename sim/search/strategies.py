@@ -48,6 +48,7 @@ def account_plans(max_accounts: int = 30):
     return _account_plan(max_accounts)
 
 
+@cache  # one strategy object per argument: a composite made anew is validated anew at every draw
 @st.composite
 def _account_plan(draw, max_accounts: int):
     n = draw(_account_counts(max_accounts))
@@ -89,6 +90,7 @@ def fault_schedules(n_deliveries: int, instants: list[float], cron: bool, restar
         lambda tables: _at_instants(tables, instants))
 
 
+@cache
 @st.composite
 def _fault_tables(draw, n_deliveries: int, n_instants: int, cron: bool, restart: str, time_limit_s: float):
     """``fault_schedules`` with every instant an index into the sorted instants (see

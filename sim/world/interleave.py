@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import _thread
 import ctypes
+import inspect
 import os
 import signal
 import threading
@@ -89,7 +90,13 @@ class Finished:
 
 
 class _StoreProxy:
-    """Forwards method calls to ``target``, switching to the harness before and after each."""
+    """Forwards method calls to ``target``, switching to the harness before and after each.
+
+    The public methods of the target's class are methods of a subclass made once per target
+    class (``_proxy_for``), so an attempt's proxies cost one small object each; any other
+    attribute goes through ``__getattr__`` (cached on the proxy after its first use)."""
+
+    __slots__ = ("_attempt", "_name", "_target", "__dict__")
 
     def __init__(self, attempt: "Attempt", name: str, target: Any) -> None:
         self._attempt = attempt
@@ -111,6 +118,37 @@ class _StoreProxy:
         call.__name__ = method
         setattr(self, method, call)  # cache: later calls skip __getattr__
         return call
+
+
+def _forwarding(method: str):
+    """The proxy method for the target's ``method``: the boundary before, the call, the
+    boundary after (what ``_StoreProxy.__getattr__`` makes, made once per class)."""
+
+    def call(self, *args, **kwargs):
+        attempt = self._attempt
+        i = attempt.begin_call(self._name, method)
+        result = getattr(self._target, method)(*args, **kwargs)
+        attempt.end_call(self._name, method, i)
+        return result
+
+    call.__name__ = call.__qualname__ = method
+    return call
+
+
+_PROXY_CLASSES: dict[type, type] = {}
+
+
+def _proxy_for(target: Any) -> type:
+    """The ``_StoreProxy`` subclass for ``target``'s class: a forwarding method for each of the
+    class's public plain functions (not static or class methods, properties or attributes)."""
+    kind = type(target)
+    cls = _PROXY_CLASSES.get(kind)
+    if cls is None:
+        methods = {name: _forwarding(name) for name in dir(kind)
+                   if not name.startswith("_") and inspect.isfunction(inspect.getattr_static(kind, name, None))}
+        cls = _PROXY_CLASSES[kind] = type(f"_StoreProxy_{kind.__name__}", (_StoreProxy,),
+                                          {"__slots__": (), **methods})
+    return cls
 
 
 class Attempt:
@@ -143,7 +181,7 @@ class Attempt:
         self.abandoned = False
         self.refused = 0
         self.budget_s = budget_s
-        proxies = {name: _StoreProxy(self, name, target) for name, target in stores.items()}
+        proxies = {name: _proxy_for(target)(self, name, target) for name, target in stores.items()}
         self._parent = getcurrent()
         self._g = greenlet(lambda: self._body(processor, job, proxies), parent=self._parent)
 

@@ -58,7 +58,18 @@ class _Message:
 
 def body_bytes(job: CleanupJob, payload_bytes: int = 0) -> int:
     """Size in bytes of the JSON body the scheduler sends for ``job`` plus ``payload_bytes``
-    of extra payload (a design that ships a player export in the message)."""
-    body = json.dumps({"account_id": job.account_id, "cleanup_version": job.cleanup_version,
+    of extra payload (a design that ships a player export in the message): the compact
+    ``json.dumps`` of {account_id, cleanup_version, deadline (ISO 8601)}, ASCII-escaped.
+    A str id and an int version (the usual job) are encoded field by field with ``json``'s
+    own string encoder, the very text ``json.dumps`` writes, without building the dict."""
+    account_id, version = job.account_id, job.cleanup_version
+    if type(account_id) is str and type(version) is int:
+        body = (f'{{"account_id":{_encode_str(account_id)},"cleanup_version":{int.__repr__(version)},'
+                f'"deadline":{_encode_str(job.deadline.isoformat())}}}')
+        return len(body) + payload_bytes  # ASCII: one byte a character
+    body = json.dumps({"account_id": account_id, "cleanup_version": version,
                        "deadline": job.deadline.isoformat()}, separators=(",", ":"))
     return len(body.encode()) + payload_bytes
+
+
+_encode_str = json.encoder.encode_basestring_ascii  # what json.dumps uses for a str (ensure_ascii)

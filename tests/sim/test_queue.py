@@ -1,10 +1,12 @@
 """Queue semantics with exact virtual timestamps, one rule per test."""
 
+import json
 import random
 from datetime import datetime, timezone
 
 import pytest
 import simpy
+from hypothesis import given, settings, strategies as st
 
 from acksim.model.job import CleanupJob
 from acksim.history import History
@@ -143,6 +145,24 @@ def test_publish_over_the_size_limit_is_refused_with_the_limit_named():
     with pytest.raises(MessageTooLarge, match=r"body is \d+ bytes; queue.max_message_bytes allows at most 1024"):
         q.publish(JOB, 0.0, 0.0, "scheduler", size)
     assert h.records == []
+
+
+def test_the_body_size_is_the_compact_json_body_with_escapes():
+    assert body_bytes(JOB) == len('{"account_id":"acct-1","cleanup_version":1,"deadline":"2026-01-01T00:00:00+00:00"}') == 82
+    odd = CleanupJob('a"\u00e9', 12, JOB.deadline)  # a quote and a non-ASCII letter: escaped
+    assert body_bytes(odd) == len('{"account_id":"a\\"\\u00e9","cleanup_version":12,'
+                                  '"deadline":"2026-01-01T00:00:00+00:00"}') == 86
+
+
+@settings(max_examples=200)
+@given(st.text(max_size=20), st.one_of(st.integers(), st.booleans()),
+       st.datetimes(timezones=st.timezones()), st.integers(0, 10_000))
+def test_the_body_size_is_the_length_of_the_compact_json_body(account_id, version, deadline, payload):
+    """The size is that of ``json.dumps`` of the job's fields, byte for byte, escapes included."""
+    job = CleanupJob(account_id, version, deadline)
+    body = json.dumps({"account_id": account_id, "cleanup_version": version, "deadline": deadline.isoformat()},
+                      separators=(",", ":"))
+    assert body_bytes(job, payload) == len(body.encode()) + payload
 
 
 def test_fifo_deduplicates_within_the_five_minute_window():
