@@ -19,11 +19,11 @@ The first line is the search alone: the same Hypothesis search (strategy, settin
 a body that runs no world, so its CPU per example is what drawing and validating the examples
 costs, and one over it the most examples a second one core can reach whatever the world costs.
 
-Hypothesis draws about one value in twenty from the constants in the source of the loaded
-modules that are not installed packages (acksim itself, in an editable install), so which
-examples a seed gives depends on what is imported. Every module the searches import
-(``--jobs N``'s pool among them) is imported before the first one, so all three lines draw
-from the same constants and the two runs of the N searches try the same examples.
+A search's examples depend on its seed, budget and base only (``acksim.search.constants``),
+so the two runs of the N searches try the same examples.
+
+A short search of another seed warms Hypothesis's and the strategies' caches first, so no
+line pays that.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-import acksim.capacity.executors  # noqa: F401 - the pool of --jobs N, imported before any search (see below)
 from acksim.judges.hazards import HAZARDS
 from acksim.search.check import base_scenario, run_check, search_test
 from acksim.search.parallel import budgets, default_jobs, merge, run_checks, search_seed
@@ -70,9 +69,14 @@ def search_floor(examples: int, seed: int) -> tuple[int, float]:
         nonlocal drawn
         drawn += 1
 
+    search_test(body, base_scenario(), WARM_UP, seed + 1)()  # caches filled, not counted
+    drawn = 0
     cpu = _cpu()
     search_test(body, base_scenario(), examples, seed)()
     return drawn, _cpu() - cpu
+
+
+WARM_UP = 30  # examples of the search that warms the caches
 
 
 def burn(n: int) -> int:
@@ -105,10 +109,12 @@ def line(label: str, report, seconds: float, cpu: float) -> str:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--examples", type=int, default=400)
+    p.add_argument("--examples", type=int, default=400, help="examples per line, at least 1")
     p.add_argument("--jobs", type=int, default=default_jobs())
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
+    if args.examples < 1 or args.jobs < 1:
+        p.error("--examples and --jobs: at least 1")
     drawn, cpu = search_floor(args.examples, args.seed)
     print(f"the search alone (no world): {drawn} examples, {cpu / drawn * 1e3:.2f} ms CPU an example -> "
           f"at most {drawn / cpu:.0f} examples/s on one core, whatever the world costs")

@@ -17,6 +17,7 @@ only, never inside the model.
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import resource
 import sys
@@ -97,7 +98,8 @@ def main() -> int:
         scenario = with_backend(base, backend, args.accounts)
         best = best_cpu = None
         for _ in range(args.repeat):
-            outcome = None  # the previous run's history goes before the next world is built: one at a time
+            world = outcome = None  # the previous run's world and history go (they refer to each
+            gc.collect()            # other: a collection frees them) before the next is built
             world = World(scenario)
             start, start_cpu = time.perf_counter(), time.process_time()
             outcome = world.run()

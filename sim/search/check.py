@@ -29,6 +29,7 @@ from acksim.history import Record, pack, to_csv, unpack
 from acksim.world.interleave import ProcessorHung
 from acksim.judges.invariants import INVARIANTS, check_all
 from acksim.scenario import Scenario, parse
+from acksim.search.constants import pinned_constants
 from acksim.search.strategies import check_scenarios
 from acksim.world.contain import Child, Died, Reply
 from acksim.world.core import World
@@ -271,11 +272,19 @@ def search_test(body: Callable[[Scenario], None], base: Scenario, budget: int, s
     ``Scenario`` objects around ``base`` (``acksim.search.strategies.check_scenarios``),
     seeded ``seed``, with ``database`` (a Hypothesis example database, or None) and every
     phase but "explain" (its extra runs would double the cost of each finding). Returns the
-    zero-argument test; calling it raises what ``body`` raised for the shrunk example.
+    zero-argument test; calling it raises what ``body`` raised for the shrunk example. It
+    runs with Hypothesis's local constants pinned (``acksim.search.constants``), so the
+    examples depend on the seed and base, not on which modules are loaded.
     ``benchmarks/check_speed.py`` runs it with an empty body: Hypothesis's own cost."""
-    return settings(max_examples=budget, deadline=None, database=database, suppress_health_check=list(HealthCheck),
+    test = settings(max_examples=budget, deadline=None, database=database, suppress_health_check=list(HealthCheck),
                     phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink))(
         hypothesis_seed(seed)(given(check_scenarios(base))(body)))
+
+    def pinned() -> None:
+        with pinned_constants():
+            test()
+
+    return pinned
 
 
 def _only_findings(exc: BaseException) -> None:

@@ -1,10 +1,9 @@
 """``acksim check --jobs N``: N independent searches on N processes, one merged report.
 
 Each search is ``run_check`` with its own seed (the first keeps the given one) and its
-share of ``max_examples``. The first search is not example for example ``--jobs 1``'s:
-Hypothesis draws some values from the constants in the source of the loaded modules that
-are not installed packages (acksim itself, in an editable install), and a pool worker has
-loaded more of them. Each command repeats its own search for a seed. All the searches read
+share of ``max_examples``. A search's examples depend on its seed, budget and base only,
+not on what the pool worker has imported (``acksim.search.constants``), so each command
+repeats its own search for a seed. All the searches read
 and write one Hypothesis example database, so a counterexample any of them saved is tried first
 by every later check. The report adds up examples, hazard coverage and crash phases; a kind
 of finding found by several searches is reported from the lowest-numbered one, so the report

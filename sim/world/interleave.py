@@ -96,7 +96,7 @@ class _StoreProxy:
     class (``_proxy_for``), so an attempt's proxies cost one small object each; any other
     attribute goes through ``__getattr__`` (cached on the proxy after its first use)."""
 
-    __slots__ = ("_attempt", "_name", "_target", "__dict__")
+    __slots__ = ("_attempt", "_name", "_target", "__dict__", "__weakref__")
 
     def __init__(self, attempt: "Attempt", name: str, target: Any) -> None:
         self._attempt = attempt
@@ -146,8 +146,9 @@ def _proxy_for(target: Any) -> type:
     if cls is None:
         methods = {name: _forwarding(name) for name in dir(kind)
                    if not name.startswith("_") and inspect.isfunction(inspect.getattr_static(kind, name, None))}
-        cls = _PROXY_CLASSES[kind] = type(f"_StoreProxy_{kind.__name__}", (_StoreProxy,),
-                                          {"__slots__": (), **methods})
+        # named as the base, so a processor's error text about its store reads as before
+        cls = _PROXY_CLASSES[kind] = type("_StoreProxy", (_StoreProxy,),
+                                          {"__slots__": (), "__qualname__": "_StoreProxy", **methods})
     return cls
 
 
