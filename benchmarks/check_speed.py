@@ -60,6 +60,9 @@ def measure(examples: int, jobs: int, seed: int, parallel: bool = True):
     return report, time.perf_counter() - started, _cpu() - cpu
 
 
+WARM_UP = 30  # examples of the search that warms the caches
+
+
 def search_floor(examples: int, seed: int) -> tuple[int, float]:
     """(examples drawn, CPU seconds) of ``check --jobs 1``'s Hypothesis search on the default
     base with an empty body: every example drawn and validated, no world run, no judge."""
@@ -74,9 +77,6 @@ def search_floor(examples: int, seed: int) -> tuple[int, float]:
     cpu = _cpu()
     search_test(body, base_scenario(), examples, seed)()
     return drawn, _cpu() - cpu
-
-
-WARM_UP = 30  # examples of the search that warms the caches
 
 
 def burn(n: int) -> int:

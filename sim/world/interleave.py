@@ -107,22 +107,15 @@ class _StoreProxy:
         fn = getattr(self._target, method)
         if not callable(fn):
             return fn
-        attempt, store = self._attempt, self._name
-
-        def call(*args, **kwargs):
-            i = attempt.begin_call(store, method)
-            result = fn(*args, **kwargs)
-            attempt.end_call(store, method, i)
-            return result
-
-        call.__name__ = method
+        call = _forwarding(method).__get__(self)  # what a class method of ``_proxy_for`` does
         setattr(self, method, call)  # cache: later calls skip __getattr__
         return call
 
 
 def _forwarding(method: str):
-    """The proxy method for the target's ``method``: the boundary before, the call, the
-    boundary after (what ``_StoreProxy.__getattr__`` makes, made once per class)."""
+    """The proxy method for the target's ``method``: the boundary before, the call (the
+    target's attribute looked up then), the boundary after. Made once per class for the public
+    methods (``_proxy_for``), on first use for any other callable attribute (``__getattr__``)."""
 
     def call(self, *args, **kwargs):
         attempt = self._attempt
