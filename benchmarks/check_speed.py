@@ -116,6 +116,7 @@ def main() -> int:
     if args.examples < 1 or args.jobs < 1:
         p.error("--examples and --jobs: at least 1")
     drawn, cpu = search_floor(args.examples, args.seed)
+    cpu = max(cpu, 0.01)  # the CPU clock counts in 10 ms ticks: a tiny search may read 0
     print(f"the search alone (no world): {drawn} examples, {cpu / drawn * 1e3:.2f} ms CPU an example -> "
           f"at most {drawn / cpu:.0f} examples/s on one core, whatever the world costs")
     print(line("check --jobs 1", *measure(args.examples, 1, args.seed)))

@@ -248,6 +248,17 @@ def design_tag(scenario) -> str:
     return "+".join(tags)
 
 
+def replay_stem(ref: str, scenario, finding: str) -> str:
+    """The file name (without suffix) of ``finding``'s replay file: the processor (module stem
+    and function), the design tag and the finding name, at most 80 characters. A long
+    processor or design part is cut, never the finding name, so the findings of one check get
+    one file each."""
+    module, _, function = ref.rpartition(":")
+    short = Path(module).stem if module.endswith(".py") else module
+    prefix = safe_name("-".join(p for p in (f"{short}.{function}", design_tag(scenario)) if p))
+    return f"{prefix[:79 - len(finding)]}-{finding}"
+
+
 def save_findings(report, ref: str, out: Path, corpus: Path | None, processor_path: str | None = None) -> list[Path]:
     """Write one replay file per finding into ``out`` (and ``corpus``), with its timeline as a
     swimlane PNG beside it in ``out``; returns the replay files' paths. ``processor_path``:
@@ -257,9 +268,7 @@ def save_findings(report, ref: str, out: Path, corpus: Path | None, processor_pa
         from acksim.report.plots.counterexample import plot_counterexample  # matplotlib: only for a finding
 
         text = replay_text(scenario, result, ref, processor_path)
-        module, _, function = ref.rpartition(":")
-        short = Path(module).stem if module.endswith(".py") else module
-        stem = safe_name("-".join(p for p in (f"{short}.{function}", design_tag(scenario), name) if p))
+        stem = replay_stem(ref, scenario, name)
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{stem}.toml"
         path.write_text(text, encoding="utf-8")

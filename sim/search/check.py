@@ -276,7 +276,10 @@ def search_test(body: Callable[[Scenario], None], base: Scenario, budget: int, s
     runs with Hypothesis's local constants pinned (``acksim.search.constants``), so the
     examples depend on the seed and base, not on which modules are loaded.
     ``benchmarks/check_speed.py`` runs it with an empty body: Hypothesis's own cost."""
+    # every setting that changes which examples run is given here, so a test suite's own
+    # Hypothesis profile (the pytest fixture runs under it) does not change the search
     test = settings(max_examples=budget, deadline=None, database=database, suppress_health_check=list(HealthCheck),
+                    report_multiple_bugs=True, derandomize=False,
                     phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink))(
         hypothesis_seed(seed)(given(check_scenarios(base))(body)))
 

@@ -106,3 +106,19 @@ def test_on_a_terminal_check_shows_a_tqdm_bar_and_elsewhere_none(tmp_path, monke
     monkeypatch.undo()
     assert main(["check", "--max-examples", "20", "--no-database", "--out", str(tmp_path / "c")]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_each_finding_of_a_long_processor_and_design_gets_its_own_replay_file():
+    # "acksim.model.candidates.naive-autocommit+no-unique-markers+..." alone passes 80 characters:
+    # the cut takes from the processor and design, never from the finding name
+    from acksim.cli.check import replay_stem
+    from acksim.search.check import FINDINGS, base_scenario
+
+    design = base_scenario(design={"workers": {"transaction_scope": "autocommit"},
+                                   "stores": {"unique_markers": False, "unique_outbox_keys": False}})
+    stems = [replay_stem("acksim.model.candidates:naive", design, name) for name in FINDINGS]
+    assert len(set(stems)) == len(FINDINGS)
+    assert all(len(s) <= 80 and s.endswith(f"-{name}") for s, name in zip(stems, FINDINGS))
+    assert stems[0].startswith("acksim.model.candidates.naive-autocommit")
+    short = replay_stem("acksim.model.candidates:no_renewed_check", base_scenario(), "no_cleanup_after_renewal")
+    assert short == "acksim.model.candidates.no_renewed_check-no_cleanup_after_renewal"  # short names as before
