@@ -15,11 +15,14 @@ from acksim.history import ACCOUNT_STATE_KINDS, Record
 from acksim.world.core import FinalState
 
 _ACCOUNT_KINDS = ACCOUNT_STATE_KINDS
+# the kinds that change an ``AccountReplay``: a long history's other records need not be fed to it
+REPLAY_KINDS = _ACCOUNT_KINDS | {"account_deleted"}
 
 
 class AccountReplay:
     """Committed account state replayed record by record: ``state`` maps account id to
-    (cleanup version, renewed, deadline in virtual s). Feed it every record with ``apply``."""
+    (cleanup version, renewed, deadline in virtual s). Feed it every record with ``apply``, or
+    only those of ``REPLAY_KINDS``: records of other kinds change nothing."""
 
     def __init__(self) -> None:
         self.state: dict[str, tuple[int, bool, float | None]] = {}
@@ -58,8 +61,9 @@ def no_cleanup_after_renewal(history: Sequence[Record], final: FinalState) -> li
     had version v, was not renewed, and its deadline had passed."""
     accounts, out = AccountReplay(), []
     for r in history:
-        accounts.apply(r)
-        if r.kind == "cleanup_applied":
+        if r.kind in REPLAY_KINDS:
+            accounts.apply(r)
+        elif r.kind == "cleanup_applied":
             why = accounts.stale(r.account_id, r.cleanup_version, now=r.time)
             if why is not None:
                 out.append(_ex(r, f"cleanup committed while stale: {why}"))
@@ -111,7 +115,9 @@ def ack_after_durable(history: Sequence[Record], final: FinalState) -> list[dict
     ack happened. An ack before the deadline of a job still to come is not durable either."""
     accounts, cleaned, reminded, out = AccountReplay(), set(), set(), []
     for r in history:
-        accounts.apply(r)
+        if r.kind in REPLAY_KINDS:
+            accounts.apply(r)
+            continue
         key = (r.account_id, r.cleanup_version)
         if r.kind == "cleanup_applied":
             cleaned.add(key)

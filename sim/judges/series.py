@@ -43,24 +43,25 @@ def message_transitions(history: Sequence[Record]) -> list[tuple[float, int, int
             out.append((r.time, r.seq, 0, mid, "deleted"))
         elif k == "dead_lettered":
             out.append((r.time, r.seq, 0, mid, "dlq"))
-    out.sort(key=lambda t: t[:3])
+    out.sort()  # (time, seq, step) is unique, so the id and state never decide the order
     return out
 
 
-def queue_series(history: Sequence[Record]) -> pd.DataFrame:
+def queue_series(history: Sequence[Record], transitions: Sequence[tuple] | None = None) -> pd.DataFrame:
     """Queue depth over time: columns ``time`` (virtual s), ``visible``, ``in_flight``.
 
     One row per instant at which a count changed, holding the counts after everything that
     happened at that instant (a step function; a message that becomes visible and is received
     at the same instant never counts as backlog). ``visible`` is the number of receivable
     messages (delayed ones excluded, like SQS's ApproximateNumberOfMessagesVisible);
-    ``in_flight`` the received, not yet acked, nacked or expired ones.
+    ``in_flight`` the received, not yet acked, nacked or expired ones. ``transitions``:
+    ``message_transitions(history)`` if the caller has it already.
     """
     import pandas as pd
     state: dict[int, str] = {}
     visible = in_flight = 0
     rows: list[tuple[float, int, int]] = []
-    for time, _seq, _step, mid, new in message_transitions(history):
+    for time, _seq, _step, mid, new in message_transitions(history) if transitions is None else transitions:
         old = state.get(mid)
         if old == "deleted" or old == new:
             continue  # a stale visible_at after a retention expiry
@@ -74,13 +75,14 @@ def queue_series(history: Sequence[Record]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["time", "visible", "in_flight"])
 
 
-def message_ages(history: Sequence[Record]) -> pd.Series:
+def message_ages(history: Sequence[Record], transitions: Sequence[tuple] | None = None) -> pd.Series:
     """Per message, virtual seconds from its first becoming visible to leaving the queue
-    (ack, retention expiry, dead-lettering) or to the end of the history; index message id."""
+    (ack, retention expiry, dead-lettering) or to the end of the history; index message id.
+    ``transitions``: ``message_transitions(history)`` if the caller has it already."""
     import pandas as pd
     first: dict[int, float] = {}
     gone: dict[int, float] = {}
-    for time, _seq, _step, mid, new in message_transitions(history):
+    for time, _seq, _step, mid, new in message_transitions(history) if transitions is None else transitions:
         if new == "visible" and mid not in first and mid not in gone:
             first[mid] = time
         elif new in ("deleted", "dlq") and mid not in gone:
@@ -97,21 +99,7 @@ def recovery_times(history: Sequence[Record]) -> pd.Series:
     (it shows in the ``conflicts`` count); one that ends in a nack is. Messages never acked
     are left out (see ``dead_lettered``)."""
     import pandas as pd
-    first_failure: dict[int, float] = {}
-    out: dict[int, float] = {}
-    copy_holders: set[str] = set()  # workers holding a spurious duplicate copy
-    for r in history:
-        if r.message_id is None:
-            continue
-        if r.kind == "delivered":
-            (copy_holders.add if r.detail == "duplicate" else copy_holders.discard)(r.actor)
-        elif r.kind == "crashed" and r.actor in copy_holders and not r.detail.startswith("held_lost:"):
-            continue  # losing a spurious copy fails nothing: the message itself is unaffected
-        if r.kind in _FAILURES and r.message_id not in first_failure:
-            first_failure[r.message_id] = r.time
-        elif r.kind == "acked" and r.message_id in first_failure:
-            out[r.message_id] = r.time - first_failure[r.message_id]
-    return pd.Series(out, dtype=float)
+    return pd.Series(_failures(history)[1], dtype=float)
 
 
 def recovery_samples(history: Sequence[Record]) -> tuple[pd.Series, pd.Series]:
@@ -122,23 +110,37 @@ def recovery_samples(history: Sequence[Record]) -> tuple[pd.Series, pd.Series]:
     recovery that had not finished when the run ended. Both indexed by message id; a message
     is in exactly one of them."""
     import pandas as pd
-    recovered = recovery_times(history)
-    first_failure: dict[int, float] = {}
-    copy_holders: set[str] = set()
-    for r in history:  # the same failures as recovery_times counts
-        if r.message_id is None:
-            continue
-        if r.kind == "delivered":
-            (copy_holders.add if r.detail == "duplicate" else copy_holders.discard)(r.actor)
-        elif r.kind == "crashed" and r.actor in copy_holders and not r.detail.startswith("held_lost:"):
-            continue
-        if r.kind in _FAILURES and r.message_id not in first_failure:
-            first_failure[r.message_id] = r.time
-    acked = {r.message_id for r in history if r.kind == "acked"}
+    first_failure, recovered, acked = _failures(history)
     end = history[-1].time if history else 0.0
     censored = {mid: max(0.0, end - t0) for mid, t0 in first_failure.items()
-                if mid not in acked and mid not in recovered.index}
-    return recovered, pd.Series(censored, dtype=float)
+                if mid not in acked and mid not in recovered}
+    return pd.Series(recovered, dtype=float), pd.Series(censored, dtype=float)
+
+
+def _failures(history: Sequence[Record]) -> tuple[dict[int, float], dict[int, float], set[int]]:
+    """One pass for ``recovery_times`` and ``recovery_samples``: per message id its first
+    failed execution (virtual s), the recovery time of each one acked after it, and every
+    acked message id."""
+    first_failure: dict[int, float] = {}
+    recovered: dict[int, float] = {}
+    acked: set[int] = set()
+    copy_holders: set[str] = set()  # workers holding a spurious duplicate copy
+    for r in history:
+        mid, kind = r.message_id, r.kind
+        if mid is None:
+            continue
+        if kind == "delivered":
+            (copy_holders.add if r.detail == "duplicate" else copy_holders.discard)(r.actor)
+        elif kind == "crashed" and r.actor in copy_holders and not r.detail.startswith("held_lost:"):
+            continue  # losing a spurious copy fails nothing: the message itself is unaffected
+        if kind in _FAILURES:
+            if mid not in first_failure:
+                first_failure[mid] = r.time
+        elif kind == "acked":
+            acked.add(mid)
+            if mid in first_failure:
+                recovered[mid] = r.time - first_failure[mid]
+    return first_failure, recovered, acked
 
 
 def end_to_end_latencies(history: Sequence[Record]) -> pd.Series:

@@ -18,7 +18,8 @@ import math
 from typing import Mapping, Sequence
 
 from acksim.history import Record
-from acksim.judges.series import end_to_end_latencies, message_ages, queue_series, recovery_samples
+from acksim.judges.series import (end_to_end_latencies, message_ages, message_transitions, queue_series,
+                                  recovery_samples)
 
 FIGURES: tuple[str, ...] = (
     "throughput_per_s",
@@ -47,11 +48,32 @@ def measure(history: Sequence[Record]) -> tuple[dict[str, float | None], dict[st
     """``(values, samples)`` for one history: every figure of ``FIGURES`` (None where there is
     no sample: no recovery, nothing cleaned up), and per figure ``(n, censored)``, its sample
     count and how many of those samples are censored (recovery figures only; 0 elsewhere)."""
-    # a job is done when acked, or on a pop-on-fetch queue when received (nothing acks there)
-    acks = [r for r in history if r.kind == "acked" or (r.kind == "delivered" and r.detail == "pop_on_fetch")]
-    first_delivery = next((r.time for r in history if r.kind == "delivered"), None)
-    if len(acks) >= 2 and first_delivery is not None and acks[-1].time > first_delivery:
-        throughput = len(acks) / (acks[-1].time - first_delivery)
+    # one pass for the counts. A job is done when acked, or on a pop-on-fetch queue when
+    # received (nothing acks there)
+    acks = jobs = dead = redeliveries = 0
+    last_ack = first_delivery = None
+    retries: list[int | None] = []
+    for r in history:
+        kind = r.kind
+        if kind == "delivered":
+            if first_delivery is None:
+                first_delivery = r.time
+            if r.detail == "pop_on_fetch":
+                acks += 1
+                last_ack = r.time
+            if r.detail != "duplicate" and (r.receive_count or 0) > 1:
+                redeliveries += 1
+        elif kind == "acked":
+            acks += 1
+            last_ack = r.time
+            retries.append(r.receive_count)
+        elif kind == "published":
+            jobs += 1
+        elif kind == "dead_lettered":
+            dead += 1
+            retries.append(r.receive_count)
+    if acks >= 2 and first_delivery is not None and last_ack > first_delivery:
+        throughput = acks / (last_ack - first_delivery)
     else:
         throughput = None
     import numpy as np
@@ -59,11 +81,10 @@ def measure(history: Sequence[Record]) -> tuple[dict[str, float | None], dict[st
     e2e = end_to_end_latencies(history)
     recovered, censored = recovery_samples(history)
     rec = np.concatenate([recovered.to_numpy(dtype=float), censored.to_numpy(dtype=float)])
-    depth = queue_series(history)
-    ages = message_ages(history)
-    jobs = sum(1 for r in history if r.kind == "published")
-    dead = sum(1 for r in history if r.kind == "dead_lettered")
-    retries = [r.receive_count for r in history if r.kind in ("acked", "dead_lettered")]
+    transitions = message_transitions(history)
+    depth = queue_series(history, transitions)
+    ages = message_ages(history, transitions)
+    del transitions
     values = {
         "throughput_per_s": throughput,
         "end_to_end_p50_s": _pct(e2e, 50),
@@ -75,13 +96,12 @@ def measure(history: Sequence[Record]) -> tuple[dict[str, float | None], dict[st
         "recovery_time_max_s": None if rec.size == 0 else float(rec.max()),
         "queue_depth_max": float(depth["visible"].max()) if not depth.empty else 0.0,
         "oldest_message_age_max_s": float(ages.max()) if not ages.empty else 0.0,
-        "redeliveries": float(sum(1 for r in history if r.kind == "delivered"
-                                  and r.detail != "duplicate" and (r.receive_count or 0) > 1)),
+        "redeliveries": float(redeliveries),
         "dead_lettered": float(dead),
         "dead_lettered_share": dead / jobs if jobs else None,
         "retries_p99": _pct(retries, 99),
     }
-    n = {"throughput_per_s": len(acks) if throughput is not None else 0,
+    n = {"throughput_per_s": acks if throughput is not None else 0,
          **{f: len(e2e) for f in ("end_to_end_p50_s", "end_to_end_p95_s", "end_to_end_p99_s")},
          **{f: int(rec.size) for f in RECOVERY_FIGURES},
          "queue_depth_max": jobs, "oldest_message_age_max_s": len(ages), "redeliveries": jobs,

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
+from acksim.world.budget import young_collections
 from acksim.world.faults import EXTERNAL_PHASES, PHASES
 from acksim.history import LIFECYCLE_KINDS, Record
-from acksim.judges.invariants import AccountReplay, check_all
+from acksim.judges.invariants import REPLAY_KINDS, AccountReplay, check_all
 from acksim.scenario import Scenario
 from acksim.judges.slo import LOWER_BOUND_FIGURES, slo_section
 from acksim.world.core import Outcome
@@ -17,15 +18,24 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
     """Event counts derived from the history: jobs, deliveries, crashes (and per phase),
     conflicts, acks, nacks, cleanups, reminders, lifecycle steps."""
     kinds = Counter(r.kind for r in history)
-    phases = Counter(r.detail for r in history if r.kind == "crashed")
-    conflicts = sum(1 for r in history if r.kind == "tx_rolled_back" and r.detail.startswith("conflict:"))
+    phases: Counter = Counter()  # crashes by detail (their phase, or held_lost:...)
+    conflicts = duplicates = 0
+    for r in history:  # the counts that depend on a record's detail too, in one pass
+        kind = r.kind
+        if kind == "crashed":
+            phases[r.detail] += 1
+        elif kind == "tx_rolled_back":
+            conflicts += r.detail.startswith("conflict:")
+        elif kind == "delivered":
+            duplicates += r.detail == "duplicate"
+    held_lost = sum(n for detail, n in phases.items() if detail.startswith("held_lost:"))
     out = {
         "accounts": kinds["account_created"],
         "jobs": kinds["published"],
         "deliveries": kinds["delivered"],
-        "duplicate_deliveries": sum(1 for r in history if r.kind == "delivered" and r.detail == "duplicate"),
-        "crashes": sum(1 for r in history if r.kind == "crashed" and not r.detail.startswith("held_lost:")),
-        "held_lost": sum(1 for r in history if r.kind == "crashed" and r.detail.startswith("held_lost:")),
+        "duplicate_deliveries": duplicates,
+        "crashes": kinds["crashed"] - held_lost,
+        "held_lost": held_lost,
     }
     for phase in (*PHASES, *EXTERNAL_PHASES):
         out[f"crashes_{phase}"] = phases[phase]
@@ -42,7 +52,7 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
         "dropped": kinds["dropped"],
         "trimmed": kinds["trimmed"],
         "retention_expired": kinds["retention_expired"],
-        "scheduler_publishes": sum(1 for r in history if r.kind in ("published", "deduplicated")),
+        "scheduler_publishes": kinds["published"] + kinds["deduplicated"],
         "scheduler_crashes": kinds["scheduler_crashed"],
         "publish_refused": kinds["publish_refused"],
         "deduplicated": kinds["deduplicated"],
@@ -121,8 +131,9 @@ def no_op_commits(history: Sequence[Record]) -> dict[str, int]:
     replay, applied = AccountReplay(), set()
     out = {"renewed": 0, "superseded": 0, "account_gone": 0, "already_applied": 0, "other": 0}
     for r in history:
-        replay.apply(r)
-        if r.kind == "cleanup_applied":
+        if r.kind in REPLAY_KINDS:
+            replay.apply(r)
+        elif r.kind == "cleanup_applied":
             applied.add((r.account_id, r.cleanup_version))
         elif r.kind == "tx_committed" and r.detail == "0":
             why = replay.stale(r.account_id, r.cleanup_version)
@@ -191,18 +202,20 @@ def _mechanisms(scenario: Scenario) -> dict[str, Any]:
 def build_summary(scenario: Scenario, outcome: Outcome, processor: str | None = None) -> dict:
     """summary.json for one finished run: ``{"schema_version", "scenario", "seed", "verdict",
     "reasons", "invariants", "slo", "counts", "parameters", "stop_reason"}`` (see ``with_verdict`` and
-    ``parameters``; ``processor`` is the reference that ran when not the scenario's)."""
+    ``parameters``; ``processor`` is the reference that ran when not the scenario's). The
+    cyclic collector's full collections wait meanwhile (``young_collections``)."""
     history = outcome.history
-    return with_verdict({
-        "scenario": scenario.name,
-        "seed": scenario.seed,
-        "invariants": check_all(history, outcome.final),
-        "slo": slo_section(history, scenario.slo.thresholds()),
-        "counts": {**counts(history), "stopped_early": int(outcome.final.stopped_early)},
-        "parameters": parameters(scenario, processor),
-        "stop_reason": outcome.final.stop_reason,
-        **contained_section(outcome.final),
-    })
+    with young_collections():
+        return with_verdict({
+            "scenario": scenario.name,
+            "seed": scenario.seed,
+            "invariants": check_all(history, outcome.final),
+            "slo": slo_section(history, scenario.slo.thresholds()),
+            "counts": {**counts(history), "stopped_early": int(outcome.final.stopped_early)},
+            "parameters": parameters(scenario, processor),
+            "stop_reason": outcome.final.stop_reason,
+            **contained_section(outcome.final),
+        })
 
 
 def contained_section(final) -> dict:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import gc
 import time
 from collections import Counter
-from typing import Mapping
+from contextlib import contextmanager
+from typing import Iterator, Mapping
 
 import simpy
 from simpy.core import EmptySchedule, StopSimulation
@@ -22,7 +23,7 @@ from acksim.world.interleave import heartbeat
 
 CHUNK = 10_000  # events between two looks at the budget
 SAMPLE = 2_000  # events looked at to tell which actor spends the budget
-# the cyclic collector while a world runs (``young_gc_only``): gen-0 threshold, gen-0
+# the cyclic collector while a world runs (``young_collections``): gen-0 threshold, gen-0
 # collections per gen-1 one, and gen-1 collections per full one (never within a run)
 RUN_GC_THRESHOLDS = (10_000, 20, 1_000_000_000)
 
@@ -94,21 +95,23 @@ def _steps(env: simpy.Environment, count: int) -> None:
     env.allowance = 0
 
 
-def young_gc_only() -> tuple[int, int, int]:
-    """Set the cyclic collector for a run (``World.run``): only its young generations collect
-    (``RUN_GC_THRESHOLDS``); returns the thresholds to give ``restore_gc`` after. A full
-    collection scans every object alive, the whole history and world state of a long run, so
-    the full collections of a run cost more the longer it is (about a tenth of a 100k-account
-    day's time). Cycles that become garbage young (a crashed attempt's frames) are still
-    collected during the run, older ones by the first full collection after it."""
+@contextmanager
+def young_collections() -> Iterator[None]:
+    """Only the cyclic collector's young generations collect in the block
+    (``RUN_GC_THRESHOLDS``); its thresholds are as they were after. A full collection scans
+    every object alive, the whole history and world state of a long run, so with the default
+    thresholds whatever makes millions of records pays more the longer the history is: a run
+    (``World.run``; about a tenth of a 100k-account day's time), and outside it a supervised
+    child's answer pickled, sent, read and rebuilt (``acksim.world.supervised``) and the
+    judges (``acksim.judges.summary.build_summary``). Cycles that become garbage young (a
+    crashed attempt's frames) are still collected in the block, older ones by the first full
+    collection after it."""
     saved = gc.get_threshold()
     gc.set_threshold(*RUN_GC_THRESHOLDS)
-    return saved
-
-
-def restore_gc(thresholds: tuple[int, int, int]) -> None:
-    """Undo ``young_gc_only``: the collector's previous ``thresholds`` (``gc.get_threshold``)."""
-    gc.set_threshold(*thresholds)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*saved)
 
 
 def stop_reason(run, now: float, records: int, budget_reason: str | None = None, undrained: bool = False,

@@ -21,7 +21,7 @@ import simpy
 from acksim.model.job import Account
 from acksim.model.store_api import DbOptions, OutboxEvent
 from acksim.model.stores import open_database
-from acksim.world.budget import restore_gc, run_guarded, stop_reason, young_gc_only
+from acksim.world.budget import run_guarded, stop_reason, young_collections
 from acksim.world.cost import refuse_if_too_costly
 from acksim.world.interleave import ProcessorHung
 from acksim.world.faults import FaultPlan, fault_injector, killer
@@ -179,12 +179,9 @@ class World:
     # --- running ---------------------------------------------------------------------------
     def run(self) -> Outcome:
         """Run to the end; returns the history and the final store state. The cyclic
-        collector is set for a long run meanwhile (``acksim.world.budget.young_gc_only``)."""
-        saved_gc = young_gc_only()
-        try:
+        collector is set for a long run meanwhile (``acksim.world.budget.young_collections``)."""
+        with young_collections():
             return self._run()
-        finally:
-            restore_gc(saved_gc)
 
     def _run(self) -> Outcome:
         sc, env = self.scenario, self.env

@@ -20,6 +20,7 @@ from typing import Callable
 
 from acksim.history import pack, unpack
 from acksim.scenario import Scenario
+from acksim.world.budget import young_collections
 from acksim.world.contain import Child, Died
 from acksim.world.core import FinalState, Outcome
 
@@ -57,13 +58,15 @@ def run_world(scenario: Scenario, processor: Callable | str | None = None, *,
             if callback is not None:
                 callback(value)
 
-        try:
-            with Child(target, keep=False) as child:
-                reply = child.call(scenario, relay)
-        except Died as death:
-            return killed_run(death.finding, death.text)
-    (rows, final), errors, import_error = reply.value
-    return WorldRun(Outcome(unpack(rows), final), errors, import_error, threads=reply.threads)
+        # the child is made inside, so it runs, packs and pickles its history that way too
+        with young_collections():
+            try:
+                with Child(target, keep=False) as child:
+                    reply = child.call(scenario, relay)
+            except Died as death:
+                return killed_run(death.finding, death.text)
+            (rows, final), errors, import_error = reply.value
+            return WorldRun(Outcome(unpack(rows), final), errors, import_error, threads=reply.threads)
 
 
 def killed_run(finding: str, text: str) -> WorldRun:
