@@ -11,14 +11,12 @@ from __future__ import annotations
 import csv
 import io
 import sys
-from dataclasses import dataclass, fields
-from operator import attrgetter
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 
-@dataclass(frozen=True, slots=True)
-class Record:
-    """One observable step.
+class Record(NamedTuple):
+    """One observable step: a named tuple, so immutable and made in one C call (a long run
+    makes millions: a frozen dataclass took eleven slot writes each).
 
     ``time``: virtual seconds since the scenario epoch; ``seq``: position in the history;
     ``kind``: what happened (see ``KINDS``); ``actor``: who did it ("queue", "scheduler",
@@ -42,37 +40,22 @@ class Record:
     visible_at: float | None = None
     detail: str = ""
 
-    def __reduce__(self):
-        """Pickled as its fields, in order (a supervised child sends whole histories,
-        ``acksim.world.contain``): several times faster than the dataclass default."""
-        return Record, (self.time, self.seq, self.kind, self.actor, self.message_id, self.account_id,
-                        self.cleanup_version, self.receive_count, self.deadline, self.visible_at, self.detail)
 
-
-COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Record))
-_FIELDS = attrgetter(*COLUMNS)
-_SETTERS = tuple(Record.__dict__[name].__set__ for name in COLUMNS)  # the slots' own setters
+COLUMNS: tuple[str, ...] = Record._fields
+_new_record = tuple.__new__  # ``_new_record(Record, fields)``: a record without the Python-level ``__new__``
 
 
 def pack(records: Iterable[Record]) -> list[tuple]:
     """``records`` as plain tuples of their fields (``COLUMNS`` order): what a supervised
     child sends (``acksim.world.contain``), pickled several times faster than records."""
-    return [_FIELDS(r) for r in records]
+    return list(map(tuple, records))
 
 
 def unpack(rows: Iterable[tuple]) -> tuple[Record, ...]:
-    """The records ``pack`` gave, rebuilt (equal to the originals) without the frozen
-    ``__init__``: about twice as fast, which matters for a check's thousands of histories."""
-    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10 = _SETTERS
-    new = object.__new__
-    out = []
-    append = out.append
-    for t in rows:
-        r = new(Record)
-        s0(r, t[0]); s1(r, t[1]); s2(r, t[2]); s3(r, t[3]); s4(r, t[4]); s5(r, t[5])  # noqa: E702
-        s6(r, t[6]); s7(r, t[7]); s8(r, t[8]); s9(r, t[9]); s10(r, t[10])  # noqa: E702
-        append(r)
-    return tuple(out)
+    """The records ``pack`` gave, rebuilt (equal to the originals) in one C call each, not
+    through the Python-level ``__new__``: it matters for a check's thousands of histories and
+    for a long run's millions of records."""
+    return tuple([_new_record(Record, t) for t in rows])
 
 # records that carry an account's new committed state (cleanup_version, deadline; "renewed"
 # for a renewal, or detail "renewed" on a processor's own account write)
@@ -154,12 +137,8 @@ class History:
             time = self._time
         else:
             self._time = time
-        # the slots set directly, as ``unpack`` does: the frozen ``__init__`` is several times
-        # slower and a long run writes millions of records
-        rec = _new(Record)
-        _S0(rec, time); _S1(rec, len(records)); _S2(rec, kind); _S3(rec, actor)  # noqa: E702
-        _S4(rec, message_id); _S5(rec, account_id); _S6(rec, cleanup_version)  # noqa: E702
-        _S7(rec, receive_count); _S8(rec, deadline); _S9(rec, visible_at); _S10(rec, detail)  # noqa: E702
+        rec = _new_record(Record, (time, len(records), kind, actor, message_id, account_id, cleanup_version,
+                                   receive_count, deadline, visible_at, detail))
         records.append(rec)
         return rec
 
@@ -173,8 +152,6 @@ class History:
 
 _KIND_SET = frozenset(KINDS)
 _intern = sys.intern
-_new = object.__new__
-_S0, _S1, _S2, _S3, _S4, _S5, _S6, _S7, _S8, _S9, _S10 = _SETTERS
 
 
 def to_csv(records: Iterable[Record]) -> str:
@@ -186,8 +163,7 @@ def to_csv(records: Iterable[Record]) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(COLUMNS)
-    row = attrgetter(*COLUMNS)
-    writer.writerows(["" if v is None else v for v in row(rec)] for rec in records)
+    writer.writerows(["" if v is None else v for v in rec] for rec in records)
     return buf.getvalue()
 
 
@@ -195,5 +171,4 @@ def to_frame(records: Sequence[Record]):
     """The history as a pandas DataFrame, one row per record, columns ``COLUMNS``."""
     import pandas as pd
 
-    row = attrgetter(*COLUMNS)
-    return pd.DataFrame.from_records([row(r) for r in records], columns=list(COLUMNS))
+    return pd.DataFrame.from_records(list(map(tuple, records)), columns=list(COLUMNS))

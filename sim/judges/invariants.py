@@ -115,15 +115,15 @@ def ack_after_durable(history: Sequence[Record], final: FinalState) -> list[dict
     ack happened. An ack before the deadline of a job still to come is not durable either."""
     accounts, cleaned, reminded, out = AccountReplay(), set(), set(), []
     for r in history:
-        if r.kind in REPLAY_KINDS:
+        kind = r.kind
+        if kind in REPLAY_KINDS:
             accounts.apply(r)
-            continue
-        key = (r.account_id, r.cleanup_version)
-        if r.kind == "cleanup_applied":
-            cleaned.add(key)
-        elif r.kind == "outbox_added":
-            reminded.add(key)
-        elif r.kind in ("acked", "ack_stale") and accounts.stale(*key) is None:
+        elif kind == "cleanup_applied":
+            cleaned.add((r.account_id, r.cleanup_version))
+        elif kind == "outbox_added":
+            reminded.add((r.account_id, r.cleanup_version))
+        elif kind in ("acked", "ack_stale") and accounts.stale(r.account_id, r.cleanup_version) is None:
+            key = (r.account_id, r.cleanup_version)
             if key not in cleaned:
                 out.append(_ex(r, "acked while the cleanup was due and not committed"))
             elif key not in reminded:
@@ -140,6 +140,8 @@ def no_lost_work(history: Sequence[Record], final: FinalState) -> list[dict]:
     dlq_ids = set(final.dead_letter_queue)
     in_flight = set(final.in_flight)
     for r in history:
+        if r.kind not in _LOST_WORK_KINDS:
+            continue
         key = (r.account_id, r.cleanup_version)
         if r.kind in _ACCOUNT_KINDS:
             deadlines[key] = r.deadline
@@ -171,6 +173,10 @@ def no_lost_work(history: Sequence[Record], final: FinalState) -> list[dict]:
                     "why": why_gone.get(key, "due, never applied")})
     return out
 
+
+# the records ``no_lost_work`` looks at, after the committed cleanups
+_LOST_WORK_KINDS = _ACCOUNT_KINDS | {"dead_lettered", "retention_expired", "dropped", "trimmed", "publish_refused",
+                                     "delivered", "published", "acked", "ack_stale"}
 
 Checker = Callable[[Sequence[Record], FinalState], list[dict]]
 

@@ -109,13 +109,14 @@ def wasted_worker_s(history: Sequence[Record]) -> float:
     effective: set[tuple[str, int]] = set()
     wasted = 0.0
     for r in history:
-        handle = (r.actor, r.message_id)
-        if r.kind == "delivered":  # a job held until its deadline (an ETA) costs nothing before it
+        kind = r.kind
+        if kind == "delivered":  # a job held until its deadline (an ETA) costs nothing before it
+            handle = (r.actor, r.message_id)
             started[handle] = (max(r.time, r.deadline or 0.0), (r.account_id, r.cleanup_version))
             effective.discard(handle)
-        elif r.kind == "cleanup_applied":
-            effective.add(handle)
-        elif r.kind in _HANDLING_ENDS and handle in started:
+        elif kind == "cleanup_applied":
+            effective.add((r.actor, r.message_id))
+        elif kind in _HANDLING_ENDS and (handle := (r.actor, r.message_id)) in started:
             t0, job = started.pop(handle)
             if job in applied and handle not in effective:
                 wasted += r.time - t0

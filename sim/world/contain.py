@@ -289,8 +289,8 @@ _SAFE_BUILTINS = frozenset({"set", "frozenset", "list", "dict", "tuple", "str", 
 class _AnswerUnpickler(pickle.Unpickler):
     """Reads a child's answer with only the types an answer is made of: plain builtins and
     builtin exceptions, ``datetime`` and ``collections`` types, tblib's exception rebuilders
-    (their classes read the same way), and the dataclasses, enums
-    and exceptions of acksim modules this process has already imported. Anything else (a
+    (their classes read the same way), and the dataclasses, named tuples (a history's
+    ``Record``), enums and exceptions of acksim modules this process has already imported. Anything else (a
     class of the user's code, a function a crafted ``__reduce__`` names) raises
     ``pickle.UnpicklingError``: no user code runs in the judging process while it reads."""
 
@@ -311,7 +311,8 @@ class _AnswerUnpickler(pickle.Unpickler):
             elif (module == "acksim" or module.startswith("acksim.")) and module in sys.modules:
                 obj = getattr(sys.modules[module], name, None)
                 if isinstance(obj, type) and (issubclass(obj, (BaseException, enum.Enum))
-                                              or dataclasses.is_dataclass(obj)):
+                                              or dataclasses.is_dataclass(obj)
+                                              or (issubclass(obj, tuple) and hasattr(obj, "_fields"))):
                     return obj
         raise pickle.UnpicklingError(f"{module}.{name} is not a type a supervised child's answer holds")
 
