@@ -15,8 +15,10 @@ from typing import Iterable, NamedTuple, Sequence
 
 
 class Record(NamedTuple):
-    """One observable step: a named tuple, so immutable and made in one C call (a long run
-    makes millions: a frozen dataclass took eleven slot writes each).
+    """One observable step: a named tuple, so immutable, and the world makes each in one C
+    call (``tuple.__new__``, in ``History.record`` and ``unpack``; a long run makes millions:
+    a frozen dataclass took eleven slot writes each). ``Record(...)`` takes the fields by
+    position or keyword as usual.
 
     ``time``: virtual seconds since the scenario epoch; ``seq``: position in the history;
     ``kind``: what happened (see ``KINDS``); ``actor``: who did it ("queue", "scheduler",
@@ -42,6 +44,7 @@ class Record(NamedTuple):
 
 
 COLUMNS: tuple[str, ...] = Record._fields
+_WIDTH = len(COLUMNS)
 _new_record = tuple.__new__  # ``_new_record(Record, fields)``: a record without the Python-level ``__new__``
 
 
@@ -51,10 +54,13 @@ def pack(records: Iterable[Record]) -> list[tuple]:
     return list(map(tuple, records))
 
 
-def unpack(rows: Iterable[tuple]) -> tuple[Record, ...]:
+def unpack(rows: Sequence[tuple]) -> tuple[Record, ...]:
     """The records ``pack`` gave, rebuilt (equal to the originals) in one C call each, not
     through the Python-level ``__new__``: it matters for a check's thousands of histories and
-    for a long run's millions of records."""
+    for a long run's millions of records. Raises ValueError for a row that does not have
+    one value per column (``COLUMNS``)."""
+    if rows and set(map(len, rows)) != {_WIDTH}:
+        raise ValueError(f"a history row needs {_WIDTH} values, one per column")
     return tuple([_new_record(Record, t) for t in rows])
 
 # records that carry an account's new committed state (cleanup_version, deadline; "renewed"

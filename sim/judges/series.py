@@ -43,7 +43,7 @@ def message_transitions(history: Sequence[Record]) -> list[tuple[float, int, int
             out.append((r.time, r.seq, 0, mid, "deleted"))
         elif k == "dead_lettered":
             out.append((r.time, r.seq, 0, mid, "dlq"))
-    out.sort()  # (time, seq, step) is unique, so the id and state never decide the order
+    out.sort()  # a history's seq is unique, so (time, seq, step) is: the id and state never decide
     return out
 
 

@@ -11,6 +11,7 @@ Like ``run.max_records``, a stopped run is ``stopped_early`` and FAILs.
 from __future__ import annotations
 
 import gc
+import threading
 import time
 from collections import Counter
 from contextlib import contextmanager
@@ -105,13 +106,27 @@ def young_collections() -> Iterator[None]:
     child's answer pickled, sent, read and rebuilt (``acksim.world.supervised``) and the
     judges (``acksim.judges.summary.build_summary``). Cycles that become garbage young (a
     crashed attempt's frames) are still collected in the block, older ones by the first full
-    collection after it."""
-    saved = gc.get_threshold()
-    gc.set_threshold(*RUN_GC_THRESHOLDS)
+    collection after it. Blocks may nest and overlap across threads (runs on a Dask worker's
+    threads): the thresholds are set when the first block starts and put back when the last
+    one ends."""
+    global _young_blocks, _saved_thresholds
+    with _young_lock:
+        if _young_blocks == 0:
+            _saved_thresholds = gc.get_threshold()
+            gc.set_threshold(*RUN_GC_THRESHOLDS)
+        _young_blocks += 1
     try:
         yield
     finally:
-        gc.set_threshold(*saved)
+        with _young_lock:
+            _young_blocks -= 1
+            if _young_blocks == 0:
+                gc.set_threshold(*_saved_thresholds)
+
+
+_young_lock = threading.Lock()
+_young_blocks = 0  # ``young_collections`` blocks under way in this process
+_saved_thresholds: tuple[int, ...] = ()  # the thresholds before the first of them
 
 
 def stop_reason(run, now: float, records: int, budget_reason: str | None = None, undrained: bool = False,

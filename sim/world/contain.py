@@ -312,7 +312,8 @@ class _AnswerUnpickler(pickle.Unpickler):
                 obj = getattr(sys.modules[module], name, None)
                 if isinstance(obj, type) and (issubclass(obj, (BaseException, enum.Enum))
                                               or dataclasses.is_dataclass(obj)
-                                              or (issubclass(obj, tuple) and hasattr(obj, "_fields"))):
+                                              or (issubclass(obj, tuple) and hasattr(obj, "_fields")
+                                                  and obj.__module__.split(".")[0] == "acksim")):
                     return obj
         raise pickle.UnpicklingError(f"{module}.{name} is not a type a supervised child's answer holds")
 

@@ -125,3 +125,31 @@ def test_a_hung_processor_is_stopped_whatever_sigint_does(disposition):
         signal.signal(signal.SIGINT, previous)
     assert final.stop_reason.startswith("the processor hung, so the run ended there: the processor ran over 0.2 s")
     assert noted == []  # the other handler was not what stopped it
+
+
+def test_young_collections_overlapping_on_two_threads_put_the_thresholds_back_once_both_end():
+    import gc
+    import threading
+
+    from acksim.world.budget import RUN_GC_THRESHOLDS, young_collections
+
+    before = gc.get_threshold()
+    other_in, other_may_leave = threading.Event(), threading.Event()
+
+    def other():  # starts first, ends first
+        with young_collections():
+            other_in.set()
+            other_may_leave.wait(10)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    other_in.wait(10)
+    with young_collections():
+        other_may_leave.set()
+        thread.join(10)
+        during = gc.get_threshold()  # the other block ended, this one is still under way
+        with young_collections():  # nested in one thread too
+            pass
+        nested = gc.get_threshold()
+    assert during == nested == RUN_GC_THRESHOLDS
+    assert gc.get_threshold() == before != RUN_GC_THRESHOLDS

@@ -59,3 +59,12 @@ def test_the_frame_has_one_row_per_record():
     assert list(frame.columns) == list(COLUMNS)
     assert frame["kind"].tolist() == ["published", "delivered", "acked"]
     assert frame["time"].tolist() == [0.0, 60.25, 60.25]
+
+
+@pytest.mark.parametrize("width", [10, 12])
+def test_unpack_refuses_a_row_without_one_value_per_column(width):
+    rows = pack(_history())
+    rows[1] = rows[1][:width] if width < len(COLUMNS) else rows[1] + ("extra",)
+    with pytest.raises(ValueError, match="needs 11 values"):
+        unpack(rows)
+    assert unpack([]) == ()
