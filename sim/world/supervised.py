@@ -22,7 +22,7 @@ from acksim.history import pack, unpack
 from acksim.scenario import Scenario
 from acksim.world.budget import young_collections
 from acksim.world.contain import Child, Died
-from acksim.world.core import FinalState, Outcome
+from acksim.world.core import FinalState, Outcome, pack_final, unpack_final
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def run_world(scenario: Scenario, processor: Callable | str | None = None, *,
             except Died as death:
                 return killed_run(death.finding, death.text)
             (rows, final), errors, import_error = reply.value
-            return WorldRun(Outcome(unpack(rows), final), errors, import_error, threads=reply.threads)
+            return WorldRun(Outcome(unpack(rows), unpack_final(final)), errors, import_error, threads=reply.threads)
 
 
 def killed_run(finding: str, text: str) -> WorldRun:
@@ -99,7 +99,7 @@ def _target(processor, tmp: str, fanout: bool, report_progress: bool):
             outcome = world.outcome()
         finally:
             world.close()
-        return ((pack(outcome.history), outcome.final), tuple(getattr(world, "processor_errors", ())),
+        return ((pack(outcome.history), pack_final(outcome.final)), tuple(getattr(world, "processor_errors", ())),
                 getattr(world, "import_error", None))
 
     return target

@@ -68,3 +68,21 @@ def test_unpack_refuses_a_row_without_one_value_per_column(width):
     with pytest.raises(ValueError, match="needs 11 values"):
         unpack(rows)
     assert unpack([]) == ()
+
+
+def test_a_final_state_packed_for_the_parent_comes_back_equal():
+    from datetime import datetime, timezone
+
+    from acksim.model.job import Account
+    from acksim.model.store_api import OutboxEvent
+    from acksim.world.core import FinalState, pack_final, unpack_final
+
+    final = FinalState((Account("a1", 2, False, datetime(2026, 1, 1, tzinfo=timezone.utc)),
+                        Account("a2", 1, True, datetime(2026, 1, 2, tzinfo=timezone.utc))),
+                       (("a1", 2), ("a1", 2)), (OutboxEvent(1, "renewal-reminder:a1:2", "a1", 2, "sent"),),
+                       (7,), (8, 9), 123.5, True, "run.max_records = 10", contained="processor_hung")
+    packed = pack_final(final)
+    assert type(packed[0][0]) is tuple and type(packed[1][0]) is tuple
+    back = unpack_final(pickle.loads(pickle.dumps(packed)))
+    assert back == final
+    assert type(back.accounts[0]) is Account and type(back.outbox[0]) is OutboxEvent
