@@ -32,7 +32,7 @@ from acksim.scenario import Scenario, parse
 from acksim.search.constants import pinned_constants
 from acksim.search.strategies import check_scenarios
 from acksim.world.contain import Child, Died, Reply
-from acksim.world.core import World
+from acksim.world.core import World, pack_final, unpack_final
 from acksim.world.supervised import killed_run
 
 # the world every example starts from unless the user names a scenario: small and fast
@@ -92,8 +92,8 @@ def run_example(scenario: Scenario, processor: Callable | str, child: Child | No
                 Child(example_target(processor, tmp), keep=False) as one:
             return run_example(scenario, processor, one)
     try:
-        rows, final, errors, hung = child.call(scenario).value
-        history = unpack(rows)
+        rows, packed_final, errors, hung = child.call(scenario).value
+        history, final = unpack(rows), unpack_final(packed_final)
     except Died as death:
         history, final, errors, hung = (), killed_run(death.finding, death.text).outcome.final, [death.text], ""
         failures = [death.finding]
@@ -109,8 +109,8 @@ def run_example(scenario: Scenario, processor: Callable | str, child: Child | No
 def example_target(processor: Callable | str, folder: str):
     """What a check's supervised child runs for each example: the world of a scenario with
     ``processor``, its SQLite stores in a folder inside ``folder`` (made and removed by the
-    parent; none on the memory stores); returns (history, final state, the processor's error
-    texts, the hang note or "")."""
+    parent; none on the memory stores); returns (history, final state, as ``pack`` and
+    ``pack_final`` give them, the processor's error texts, the hang note or "")."""
 
     def target(scenario: Scenario, _emit):
         tempfile.tempdir = folder  # whatever becomes of this process, the parent removes it
@@ -126,7 +126,7 @@ def example_target(processor: Callable | str, folder: str):
                 history, final = tuple(world.history.records), world.final_state()
             finally:
                 world.close()
-        return pack(history), final, [text for *_rest, text in world.processor_errors], hung
+        return pack(history), pack_final(final), [text for *_rest, text in world.processor_errors], hung
 
     return target
 
