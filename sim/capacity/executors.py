@@ -1,5 +1,8 @@
 """Running a sweep's runs: a local process pool (all cores) or a Dask cluster.
 
+With screening ("drop_failed", ``RunOrder``) a grid point's replications run one after
+another and stop at its first failure; the points still run side by side.
+
 Finished rows are appended to ``runs.csv`` one by one (tagged with the sweep id), each as one
 whole line, flushed and fsynced (``acksim.capacity.sweep_dir``), so an interrupted sweep keeps
 them and a rerun into the same folder skips them; a torn last line is dropped on resume (that
@@ -14,7 +17,8 @@ background, none is left behind.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections import deque
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator
@@ -42,46 +46,109 @@ def finished_runs(path: Path, sweep_id: str) -> pd.DataFrame:
 
 
 def execute(runs: list[RunSpec], out: Path, sweep_id: str, executor: str = "local",
-            address: str | None = None, progress: Callable[[int], None] | None = None) -> pd.DataFrame:
-    """Run every run of ``runs`` not yet in ``out/runs.csv`` and return all rows, sorted by
+            address: str | None = None, progress: Callable[[int, int], None] | None = None,
+            screening: str = "none") -> pd.DataFrame:
+    """Run every run of ``runs`` not yet in ``out/runs.csv`` (with ``screening``
+    "drop_failed", only those ``RunOrder`` does not drop) and return all rows, sorted by
     run. ``executor`` "local" uses a process pool over all cores; "dask" submits to the Dask
-    scheduler at ``address`` (required). Raises ValueError for an unknown executor or a
-    missing address, and what a run raises."""
+    scheduler at ``address`` (required). ``progress(done, total)`` hears the runs done so far
+    and the runs the sweep will have (fewer than ``runs`` once screening drops some). Raises
+    ValueError for an unknown executor or a missing address, and what a run raises."""
+    from acksim.capacity.sweep_report import as_bools
+
     out.mkdir(parents=True, exist_ok=True)
     path = out / "runs.csv"
     done = finished_runs(path, sweep_id)
-    have = set(done["run"]) if not done.empty else set()
-    pending = [r for r in runs if r.run not in have]
+    passed = dict(zip(done["run"].tolist(), as_bools(done["passed"]).tolist())) if not done.empty else {}
     if path.is_file() and done.empty:
         path.unlink()  # another sweep's rows: start afresh
-    count = len(have)
+    order = RunOrder(runs, passed, screening)
+    count = len(passed)
     if progress:
-        progress(count)
-    for row in _run(pending, executor, address):
+        progress(count, len(runs) - order.dropped)
+    for row in _run(order, executor, address):
         append_row(path, {"sweep_id": sweep_id, **row})
         count += 1
         if progress:
-            progress(count)
+            progress(count, len(runs) - order.dropped)
     # read back from the file, so resumed and fresh sweeps give the same types and values
     rows = finished_runs(path, sweep_id).drop(columns="sweep_id")
     return rows.sort_values("run").reset_index(drop=True)
 
 
-def _run(pending: list[RunSpec], executor: str, address: str | None) -> Iterable[dict]:
-    if not pending:
+class RunOrder:
+    """Which runs of a sweep to start, and which to start next as each one finishes.
+
+    ``screening`` "none": every run not yet done is ready at once. "drop_failed": a grid
+    point's replications run one after another, in replication order, and stop at the first
+    that failed; the rest of that point's runs are dropped (``dropped`` counts them). A point
+    that failed once cannot pass (every replication must) and so cannot be the cheapest: its
+    other replications would not change the sweep's choice. ``passed``: run index -> passed,
+    for the rows already in runs.csv (a resumed sweep; they count as run). Which runs run
+    depends on the rows only, never on the order in which runs finish, so a screened sweep's
+    rows are as deterministic as any other's."""
+
+    def __init__(self, runs: list[RunSpec], passed: dict[int, bool], screening: str = "none") -> None:
+        if screening not in ("none", "drop_failed"):
+            raise ValueError(f"screening: unknown {screening!r}; one of none, drop_failed")
+        self.screening = screening
+        self.dropped = 0
+        self._passed = dict(passed)
+        self._point = {r.run: r.point for r in runs}
+        self._chains: dict[int, deque[RunSpec]] = {}
+        for r in sorted(runs, key=lambda r: (r.point, r.replication, r.run)):
+            self._chains.setdefault(r.point, deque()).append(r)
+        self._ready = ([r for r in runs if r.run not in self._passed] if screening == "none" else
+                       [r for r in map(self._next, self._chains) if r is not None])
+
+    def first(self) -> list[RunSpec]:
+        """The runs to start now, in run order."""
+        return sorted(self._ready, key=lambda r: r.run)
+
+    def finished(self, run: int, passed: bool) -> RunSpec | None:
+        """Note that run ``run`` finished (``passed`` or not); returns the run to start next
+        in its place (screening: the point's next replication), or None."""
+        self._passed[run] = passed
+        return None if self.screening == "none" else self._next(self._point[run])
+
+    def _next(self, point: int) -> RunSpec | None:
+        chain = self._chains[point]
+        while chain and chain[0].run in self._passed:
+            if not self._passed[chain.popleft().run]:  # failed: the point's other runs are dropped
+                self.dropped += sum(1 for r in chain if r.run not in self._passed)
+                chain.clear()
+        return chain[0] if chain else None
+
+
+def _run(order: RunOrder, executor: str, address: str | None) -> Iterable[dict]:
+    ready = order.first()
+    if not ready:
         return
     if executor == "local":
-        with pool_of(min(os.cpu_count() or 1, len(pending))) as pool:
-            for future in as_completed([pool.submit(guarded, run_one, r) for r in pending]):
-                yield future.result()
+        with pool_of(min(os.cpu_count() or 1, len(ready))) as pool:
+            running = {pool.submit(guarded, run_one, r): r for r in ready}
+            while running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in sorted(finished, key=lambda f: running[f].run):
+                    row = future.result()
+                    del running[future]
+                    yield row
+                    after = order.finished(row["run"], bool(row["passed"]))
+                    if after is not None:
+                        running[pool.submit(guarded, run_one, after)] = after
     elif executor == "dask":
         if not address:
             raise ValueError("--address: the dask executor needs a scheduler address, e.g. tcp://host:8786")
         from distributed import Client, as_completed as dask_completed
 
         with Client(address) as client:
-            for future in dask_completed(client.map(run_one, pending, pure=False)):
-                yield future.result()
+            running = dask_completed(client.map(run_one, ready, pure=False))
+            for future in running:
+                row = future.result()
+                yield row
+                after = order.finished(row["run"], bool(row["passed"]))
+                if after is not None:
+                    running.add(client.submit(run_one, after, pure=False))
     else:
         raise ValueError(f"--executor: unknown {executor!r}; one of local, dask")
 

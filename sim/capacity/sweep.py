@@ -18,7 +18,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from types import UnionType
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -40,7 +40,13 @@ class SweepSpec(BaseModel):
     ``cost``: the grid field whose value is the cost to minimise when picking the cheapest
     point that meets every SLO (default ``workers.count``); ``max_runs``: the most runs (grid
     points x replications) the sweep may have (default ``MAX_RUNS``, 10,000), a guard against
-    a grid that would run for days."""
+    a grid that would run for days; ``screening``: "none" (default, every replication of every
+    point runs) or "drop_failed": a point's replications run one after another and stop at
+    the first that fails, since a point that failed once cannot pass (every replication must)
+    and so cannot be chosen; its summary then covers the replications it ran. The runs that
+    do run give the rows they give unscreened, so screening never changes which point is
+    chosen, only what a failed point's figures are averaged over
+    (``acksim.capacity.executors.RunOrder``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -50,17 +56,20 @@ class SweepSpec(BaseModel):
     grid: dict[str, Annotated[list[Scalar], Field(min_length=1, max_length=1000)]] = Field(min_length=1, max_length=20)
     cost: str = "workers.count"
     max_runs: int = Field(MAX_RUNS, ge=1, le=10_000_000)
+    screening: Literal["none", "drop_failed"] = "none"
 
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run of a sweep: its index, grid point, parameter values, seed and scenario data."""
+    """One run of a sweep: its index, grid point, parameter values, seed, scenario data and
+    replication (0 for the point's first seed, 1 for the next, ...)."""
 
     run: int
     point: int
     params: tuple[tuple[str, Scalar], ...]
     seed: int
     scenario: dict
+    replication: int = 0
 
 
 def load_sweep(path: str | Path) -> tuple[SweepSpec, list[RunSpec], str]:
@@ -121,9 +130,10 @@ def load_sweep(path: str | Path) -> tuple[SweepSpec, list[RunSpec], str]:
         for rep in range(spec.replications):
             seeded = copy.deepcopy(data)
             seeded["seed"] = base["seed"] + rep
-            runs.append(RunSpec(len(runs), point, tuple(zip(keys, values)), seeded["seed"], seeded))
-    sweep_id = hashlib.sha256(json.dumps([ROW_FORMAT, spec.model_dump(exclude={"max_runs"}), base], sort_keys=True,
-                                         default=str).encode()).hexdigest()[:12]
+            runs.append(RunSpec(len(runs), point, tuple(zip(keys, values)), seeded["seed"], seeded, rep))
+    # neither the guard nor screening changes a run's row: a folder resumes with either changed
+    sweep_id = hashlib.sha256(json.dumps([ROW_FORMAT, spec.model_dump(exclude={"max_runs", "screening"}), base],
+                                         sort_keys=True, default=str).encode()).hexdigest()[:12]
     return spec, runs, sweep_id
 
 

@@ -79,7 +79,7 @@ def point_summary(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
         rec["failed_invariants"] = SEPARATOR.join(c.removeprefix("holds_") for c in invariants
                                                   if not group[c].astype(bool).all())
         rec["missed_thresholds"] = SEPARATOR.join(f for f in FIGURES if f"{f}_met" in group
-                                                  and not _bools(group[f"{f}_met"].dropna()).all())
+                                                  and not as_bools(group[f"{f}_met"].dropna()).all())
         rec["other_failures"] = SEPARATOR.join(name for col, name in OTHER_FAILURES
                                                if col in group and (group[col].fillna(0) > 0).any())
         crossing = []
@@ -90,7 +90,7 @@ def point_summary(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
             rec[f"{fig}_threshold"] = math.nan if threshold is None else threshold
             if f"{fig}_met" in group:
                 met = group[f"{fig}_met"].dropna()
-                rec[f"{fig}_met"] = bool(_bools(met).all()) if len(met) else None
+                rec[f"{fig}_met"] = bool(as_bools(met).all()) if len(met) else None
             values = pd.to_numeric(group[fig], errors="coerce").dropna().tolist()
             mean, low, high, clipped = t_interval(values, LEVEL, floor=0.0)
             rec[f"{fig}_mean"], rec[f"{fig}_ci_low"], rec[f"{fig}_ci_high"] = mean, low, high
@@ -103,7 +103,7 @@ def point_summary(rows: pd.DataFrame, params: list[str]) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _bools(column: pd.Series) -> pd.Series:
+def as_bools(column: pd.Series) -> pd.Series:
     """A column of True/False (as bools, or as the strings a CSV round trip may give)."""
     return column.map(lambda v: v if isinstance(v, bool) else str(v).strip().lower() == "true")
 
@@ -238,11 +238,13 @@ def plot_figure(summary: pd.DataFrame, figure: str, x: str, others: list[str], t
 
 
 def write_sweep_report(out: Path, rows: pd.DataFrame, params: list[str], cost: str, sweep_id: str,
-                       parquet: bool = False) -> dict:
+                       parquet: bool = False, screening: str = "none", planned: int | None = None) -> dict:
     """Write runs.csv (sorted by run), runs.parquet (with ``parquet``; needs pyarrow),
     summary.csv, sweep.json and one plot per SLO figure (plots/<figure>.png) into ``out``;
     each file written whole (``acksim.capacity.sweep_dir.write_whole``: a full disk leaves the
-    previous file or none, never a half one); returns the sweep.json content: ``sweep_id``, ``runs``, ``points``, ``points_passed``,
+    previous file or none, never a half one); returns the sweep.json content: ``sweep_id``, ``runs``,
+    ``screening`` (the sweep file's), ``runs_dropped`` (of the ``planned`` runs, grid points x
+    replications, those screening did not run; 0 without ``planned``), ``points``, ``points_passed``,
     ``thresholds`` (those shared by every point), ``interval`` (the method), ``failures``
     (``failure_counts``), ``grid`` (``grid_verdicts``) and ``cheapest`` (``cheapest``). Raises
     ``SweepWriteFailed`` (the OS error and the computed result) when a file cannot be written."""
@@ -250,7 +252,8 @@ def write_sweep_report(out: Path, rows: pd.DataFrame, params: list[str], cost: s
     summary = point_summary(rows, params)
     thresholds = shared_thresholds(summary)
     grid = grid_verdicts(summary, params)
-    result = {"sweep_id": sweep_id, "runs": int(len(rows)), "points": int(len(summary)),
+    result = {"sweep_id": sweep_id, "runs": int(len(rows)), "screening": screening,
+              "runs_dropped": max(0, planned - len(rows)) if planned is not None else 0, "points": int(len(summary)),
               "points_passed": sum(g["passed"] for g in grid), "thresholds": thresholds,
               "interval": INTERVAL, "failures": failure_counts(grid), "grid": grid,
               "cheapest": cheapest(summary, cost)}

@@ -79,18 +79,22 @@ def cmd_sweep(args) -> int:
 
     with locked(out):
         try:
-            rows = execute(runs, out, sweep_id, args.executor, args.address, progress=_bar(len(runs)))
+            rows = execute(runs, out, sweep_id, args.executor, args.address, progress=_bar(len(runs)),
+                           screening=spec.screening)
         except OSError as exc:  # runs.csv: the rows written so far are whole; a rerun resumes
             raise output_error(exc) from None
         try:
-            result = write_sweep_report(out, rows, list(spec.grid), spec.cost, sweep_id, parquet=args.parquet)
+            result = write_sweep_report(out, rows, list(spec.grid), spec.cost, sweep_id, parquet=args.parquet,
+                                        screening=spec.screening, planned=len(runs))
         except SweepWriteFailed as exc:
             for line in point_lines(rows, list(spec.grid)):
                 print(line)
             print(verdict_line(exc.result, list(spec.grid)))
             raise output_error(exc.error) from None
+    dropped = (f"; screening dropped {result['runs_dropped']} replications of points that had failed"
+               if result["runs_dropped"] else "")
     print(f"acksim sweep: {result['runs']} runs over {result['points']} grid points ({spec.replications} "
-          f"replications each), executor {args.executor}; results in {shown_path(out)}")
+          f"replications each{dropped}), executor {args.executor}; results in {shown_path(out)}")
     for line in point_lines(rows, list(spec.grid)):
         print(line)
     if junit is not None:
@@ -186,8 +190,8 @@ def _bar(total: int):
 
     bar = tqdm(total=total, unit="run", desc="sweeping", file=sys.stderr, leave=False)
 
-    def update(done: int) -> None:
-        bar.n = done
+    def update(done: int, runs: int) -> None:
+        bar.n, bar.total = done, runs  # screening may drop runs: the total shrinks
         bar.refresh()
 
     return update

@@ -1,0 +1,94 @@
+"""Screening (``screening = "drop_failed"``): a grid point's replications stop at its first
+failure; the runs that do run give the rows they give unscreened, the chosen point is the same,
+the rows do not depend on the order in which runs finish, and a resumed sweep goes on where
+it stopped."""
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from acksim.cli.main import main
+from acksim.capacity.executors import RunOrder, execute
+from acksim.capacity.sweep import RunSpec, load_sweep
+from acksim.scenario import ScenarioError
+
+SMOKE = Path(__file__).resolve().parents[2] / "scenarios" / "smoke.toml"
+
+
+def sweep_file(tmp_path, name: str, extra: str = "", replications: int = 3) -> Path:
+    """A sweep of the smoke scenario over two points: point 0 misses an impossible recovery
+    threshold in every seed, point 1 passes in every seed."""
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'scenario = "{SMOKE}"\nreplications = {replications}\n{extra}\n[overrides]\n'
+                    f'"workload.accounts" = 60\n"workload.deadline_window_s" = 1800.0\n\n[grid]\n'
+                    f'"workers.count" = [1]\n"slo.recovery_time_p99_s" = [0.001, 1000.0]\n')
+    return path
+
+
+def specs(points: int, replications: int) -> list[RunSpec]:
+    return [RunSpec(p * replications + r, p, (), 7 + r, {}, r) for p in range(points) for r in range(replications)]
+
+
+def test_without_screening_every_pending_run_is_ready_at_once():
+    order = RunOrder(specs(2, 3), {0: False, 4: True})
+    assert [r.run for r in order.first()] == [1, 2, 3, 5]
+    assert order.finished(1, False) is None and order.dropped == 0
+
+
+def test_screening_runs_a_points_replications_in_turn_and_stops_at_its_first_failure():
+    order = RunOrder(specs(3, 3), {}, "drop_failed")
+    assert [r.run for r in order.first()] == [0, 3, 6]  # each point's first replication
+    assert order.finished(3, False) is None and order.dropped == 2  # point 1: runs 4 and 5 dropped
+    assert order.finished(0, True).run == 1
+    assert order.finished(6, True).run == 7
+    assert order.finished(1, True).run == 2
+    assert order.finished(7, False) is None and order.dropped == 3  # point 2: run 8 dropped
+    assert order.finished(2, True) is None and order.dropped == 3  # point 0: all three ran
+
+
+def test_a_resumed_screened_sweep_goes_on_from_the_rows_it_has():
+    # point 0: run 0 passed, so run 1 is next; point 1: run 3 failed, so 4 and 5 are dropped;
+    # point 2: rows for runs 6 and 8 (an unscreened sweep stopped midway), run 7 is next
+    order = RunOrder(specs(3, 3), {0: True, 3: False, 6: True, 8: True}, "drop_failed")
+    assert [r.run for r in order.first()] == [1, 7] and order.dropped == 2
+    assert order.finished(7, True) is None  # run 8's row is there already
+
+
+def test_an_unknown_screening_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="screening: unknown 'all'; one of none, drop_failed"):
+        RunOrder(specs(1, 1), {}, "all")
+    with pytest.raises(ScenarioError) as err:
+        load_sweep(sweep_file(tmp_path, "bad", 'screening = "all"'))
+    assert "screening: Input should be 'none' or 'drop_failed'" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_screened_sweep_runs_fewer_replications_and_chooses_the_same_point(tmp_path, capsys):
+    full, screened = tmp_path / "full", tmp_path / "screened"
+    assert main(["sweep", str(sweep_file(tmp_path, "full")), "--out", str(full)]) == 0
+    assert "6 runs over 2 grid points (3 replications each), executor local" in capsys.readouterr().out
+    assert main(["sweep", str(sweep_file(tmp_path, "screened", 'screening = "drop_failed"')), "--out", str(screened)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("acksim sweep: 4 runs over 2 grid points (3 replications each; screening dropped 2 "
+                                 "replications of points that had failed), executor local")
+    assert printed[1].startswith("FAIL: point 0 (workers.count = 1, slo.recovery_time_p99_s = 0.001): 0 of 1 runs passed")
+    a, b = pd.read_csv(full / "runs.csv"), pd.read_csv(screened / "runs.csv")
+    assert list(a["run"]) == [0, 1, 2, 3, 4, 5] and list(b["run"]) == [0, 3, 4, 5]
+    pd.testing.assert_frame_equal(a[a["run"].isin(b["run"])].reset_index(drop=True), b)  # the same rows, same ids
+    ra, rb = (json.loads((d / "sweep.json").read_text()) for d in (full, screened))
+    assert (ra["screening"], ra["runs_dropped"], rb["screening"], rb["runs_dropped"]) == ("none", 0, "drop_failed", 2)
+    assert ra["cheapest"] == rb["cheapest"] and ra["cheapest"]["slo.recovery_time_p99_s"] == 1000.0
+    assert [g["runs"] for g in rb["grid"]] == [1, 3] and ra["sweep_id"] == rb["sweep_id"]
+
+
+def test_a_screened_sweep_gives_the_same_rows_on_dask(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    path = sweep_file(tmp_path, "screened", 'screening = "drop_failed"', replications=2)
+    spec, runs, sweep_id = load_sweep(path)
+    local = execute(runs, tmp_path / "local", sweep_id, screening=spec.screening)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        remote = execute(runs, tmp_path / "dask", sweep_id, executor="dask", address=cluster.scheduler_address,
+                         screening=spec.screening)
+    assert list(local["run"]) == [0, 2, 3]
+    pd.testing.assert_frame_equal(local, remote)
