@@ -1,7 +1,8 @@
 """Running a sweep's runs: a local process pool (all cores) or a Dask cluster.
 
 With screening ("drop_failed", ``RunOrder``) a grid point's replications run one after
-another and stop at its first failure; the points still run side by side.
+another and stop at its first failure; different points run side by side (so at most as many
+runs as points are in flight).
 
 Finished rows are appended to ``runs.csv`` one by one (tagged with the sweep id), each as one
 whole line, flushed and fsynced (``acksim.capacity.sweep_dir``), so an interrupted sweep keeps
@@ -17,10 +18,11 @@ background, none is left behind.
 from __future__ import annotations
 
 import os
+import queue
 from collections import deque
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import closing, contextmanager
 from pathlib import Path
-from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator
 
 import pandas as pd
@@ -66,11 +68,12 @@ def execute(runs: list[RunSpec], out: Path, sweep_id: str, executor: str = "loca
     count = len(passed)
     if progress:
         progress(count, len(runs) - order.dropped)
-    for row in _run(order, executor, address):
-        append_row(path, {"sweep_id": sweep_id, **row})
-        count += 1
-        if progress:
-            progress(count, len(runs) - order.dropped)
+    with closing(_run(order, executor, address)) as finished:  # an error here stops the pool at once
+        for row in finished:
+            append_row(path, {"sweep_id": sweep_id, **row})
+            count += 1
+            if progress:
+                progress(count, len(runs) - order.dropped)
     # read back from the file, so resumed and fresh sweeps give the same types and values
     rows = finished_runs(path, sweep_id).drop(columns="sweep_id")
     return rows.sort_values("run").reset_index(drop=True)
@@ -126,29 +129,35 @@ def _run(order: RunOrder, executor: str, address: str | None) -> Iterable[dict]:
         return
     if executor == "local":
         with pool_of(min(os.cpu_count() or 1, len(ready))) as pool:
-            running = {pool.submit(guarded, run_one, r): r for r in ready}
+            done: queue.SimpleQueue = queue.SimpleQueue()  # futures, as they finish
+
+            def start(spec: RunSpec) -> None:
+                pool.submit(guarded, run_one, spec).add_done_callback(done.put)
+
+            for spec in ready:
+                start(spec)
+            running = len(ready)
             while running:
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in sorted(finished, key=lambda f: running[f].run):
-                    row = future.result()
-                    del running[future]
-                    yield row
-                    after = order.finished(row["run"], bool(row["passed"]))
-                    if after is not None:
-                        running[pool.submit(guarded, run_one, after)] = after
+                row = done.get().result()
+                running -= 1
+                after = order.finished(row["run"], bool(row["passed"]))  # the next starts before the row is written
+                if after is not None:
+                    start(after)
+                    running += 1
+                yield row
     elif executor == "dask":
         if not address:
             raise ValueError("--address: the dask executor needs a scheduler address, e.g. tcp://host:8786")
         from distributed import Client, as_completed as dask_completed
 
         with Client(address) as client:
-            running = dask_completed(client.map(run_one, ready, pure=False))
-            for future in running:
+            finished = dask_completed(client.map(run_one, ready, pure=False))
+            for future in finished:
                 row = future.result()
-                yield row
                 after = order.finished(row["run"], bool(row["passed"]))
                 if after is not None:
-                    running.add(client.submit(run_one, after, pure=False))
+                    finished.add(client.submit(run_one, after, pure=False))
+                yield row
     else:
         raise ValueError(f"--executor: unknown {executor!r}; one of local, dask")
 

@@ -87,7 +87,7 @@ def cmd_sweep(args) -> int:
             result = write_sweep_report(out, rows, list(spec.grid), spec.cost, sweep_id, parquet=args.parquet,
                                         screening=spec.screening, planned=len(runs))
         except SweepWriteFailed as exc:
-            for line in point_lines(rows, list(spec.grid)):
+            for line in point_lines(rows, list(spec.grid), spec.replications):
                 print(line)
             print(verdict_line(exc.result, list(spec.grid)))
             raise output_error(exc.error) from None
@@ -95,7 +95,7 @@ def cmd_sweep(args) -> int:
                if result["runs_dropped"] else "")
     print(f"acksim sweep: {result['runs']} runs over {result['points']} grid points ({spec.replications} "
           f"replications each{dropped}), executor {args.executor}; results in {shown_path(out)}")
-    for line in point_lines(rows, list(spec.grid)):
+    for line in point_lines(rows, list(spec.grid), spec.replications):
         print(line)
     if junit is not None:
         write_junit(junit, junit_suites(rows, list(spec.grid)))
@@ -138,14 +138,17 @@ def _reasons(group) -> str:
     return " | ".join(f"seed {seed}: {text}" for seed, ok, text in zip(group["seed"], group["passed"], why) if not ok)
 
 
-def point_lines(rows, params: list[str]) -> list[str]:
+def point_lines(rows, params: list[str], replications: int | None = None) -> list[str]:
     """One line per grid point: "PASS: point 0 (workers.count = 4): 3 of 3 runs passed", or
-    FAIL with each failed run's seed and reasons, as the runs' own verdicts say."""
+    FAIL with each failed run's seed and reasons, as the runs' own verdicts say; a point with
+    fewer runs than ``replications`` (screening stopped it) says how many it did not run."""
     lines = []
     for point, label, group in _points(rows, params):
         ok = int(group["passed"].astype(bool).sum())
         verdict = "PASS" if ok == len(group) else "FAIL"
+        skipped = (replications or 0) - len(group)
         lines.append(f"{verdict}: point {point} ({label}): {ok} of {len(group)} runs passed"
+                     + (f" ({skipped} not run: screening)" if skipped > 0 else "")
                      + (f"; {_reasons(group)}" if ok < len(group) else ""))
     return lines
 

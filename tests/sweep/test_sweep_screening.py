@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from hypothesis import given, strategies as st
 
 from acksim.cli.main import main
 from acksim.capacity.executors import RunOrder, execute
@@ -56,6 +57,31 @@ def test_a_resumed_screened_sweep_goes_on_from_the_rows_it_has():
     assert order.finished(7, True) is None  # run 8's row is there already
 
 
+@given(st.data(), st.integers(1, 4), st.integers(1, 4), st.integers(1, 5))
+def test_which_runs_run_depends_on_the_rows_never_on_the_order_they_finish(data, points, replications, slots):
+    """Whatever finishes first, with any number of runs in flight, the runs that run are each
+    point's replications up to and including its first failure."""
+    runs = specs(points, replications)
+    fails = data.draw(st.lists(st.booleans(), min_size=len(runs), max_size=len(runs)), label="fails")
+    order = RunOrder(runs, {}, "drop_failed")
+    waiting, in_flight, ran = list(order.first()), [], []
+    while waiting or in_flight:
+        while waiting and len(in_flight) < slots:
+            in_flight.append(waiting.pop(0))
+        spec = in_flight.pop(data.draw(st.integers(0, len(in_flight) - 1), label="finishes"))
+        ran.append(spec.run)
+        after = order.finished(spec.run, not fails[spec.run])
+        if after is not None:
+            waiting.append(after)
+    expected = []
+    for p in range(points):
+        for r in range(replications):
+            expected.append(p * replications + r)
+            if fails[p * replications + r]:
+                break
+    assert sorted(ran) == expected and order.dropped == len(runs) - len(expected)
+
+
 def test_an_unknown_screening_is_refused(tmp_path):
     with pytest.raises(ValueError, match="screening: unknown 'all'; one of none, drop_failed"):
         RunOrder(specs(1, 1), {}, "all")
@@ -72,7 +98,9 @@ def test_a_screened_sweep_runs_fewer_replications_and_chooses_the_same_point(tmp
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith("acksim sweep: 4 runs over 2 grid points (3 replications each; screening dropped 2 "
                                  "replications of points that had failed), executor local")
-    assert printed[1].startswith("FAIL: point 0 (workers.count = 1, slo.recovery_time_p99_s = 0.001): 0 of 1 runs passed")
+    assert printed[1].startswith("FAIL: point 0 (workers.count = 1, slo.recovery_time_p99_s = 0.001): 0 of 1 runs "
+                                 "passed (2 not run: screening); seed 7: recovery_time_p99_s (")
+    assert printed[2] == "PASS: point 1 (workers.count = 1, slo.recovery_time_p99_s = 1000.0): 3 of 3 runs passed"
     a, b = pd.read_csv(full / "runs.csv"), pd.read_csv(screened / "runs.csv")
     assert list(a["run"]) == [0, 1, 2, 3, 4, 5] and list(b["run"]) == [0, 3, 4, 5]
     pd.testing.assert_frame_equal(a[a["run"].isin(b["run"])].reset_index(drop=True), b)  # the same rows, same ids
@@ -92,3 +120,16 @@ def test_a_screened_sweep_gives_the_same_rows_on_dask(tmp_path):
                          screening=spec.screening)
     assert list(local["run"]) == [0, 2, 3]
     pd.testing.assert_frame_equal(local, remote)
+
+
+def test_progress_hears_the_total_shrink_and_an_unscreened_rerun_fills_in_the_skipped_seeds(tmp_path):
+    out, heard = tmp_path / "out", []
+    spec, runs, sweep_id = load_sweep(sweep_file(tmp_path, "screened", 'screening = "drop_failed"'))
+    rows = execute(runs, out, sweep_id, progress=lambda done, total: heard.append((done, total)),
+                   screening=spec.screening)
+    assert heard[0] == (0, 6) and heard[-1] == (4, 4) and len(heard) == 5  # the total drops with run 0's failure
+    assert list(rows["run"]) == [0, 3, 4, 5]
+    filled = execute(runs, out, sweep_id)  # the same folder, unscreened: only runs 1 and 2 run
+    full = execute(runs, tmp_path / "full", sweep_id)
+    assert list(filled["run"]) == [0, 1, 2, 3, 4, 5]
+    pd.testing.assert_frame_equal(filled, full)
