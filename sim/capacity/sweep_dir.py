@@ -149,13 +149,19 @@ def write_whole(path: Path, data: bytes) -> None:
 
 def append_row(path: Path, row: dict) -> None:
     """Append ``row`` to the CSV file ``path`` (with the header first when the file is new
-    or empty) as one write of whole lines, then fsync. Raises ``OSError`` when the write
-    fails or is short (the torn part is cut off again where the file system lets us)."""
+    or empty; else in the order of the file's header, which a finished sweep's rewritten
+    ``runs.csv`` may list differently) as one write of whole lines, then fsync. Raises
+    ``OSError`` when the write fails or is short (the torn part is cut off again where the
+    file system lets us), ValueError when the file's header names other columns than ``row``."""
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(row), lineterminator="\n")
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         size = os.fstat(fd).st_size
+        fields = list(row) if size == 0 else _header(path)
+        if sorted(fields) != sorted(row):
+            raise ValueError(f"{path.name}: its header has other columns than the row to append: "
+                             f"{', '.join(sorted(set(fields) ^ set(row)))}")
+        writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
         if size == 0:
             writer.writeheader()
         writer.writerow(row)
@@ -175,6 +181,12 @@ def append_row(path: Path, row: dict) -> None:
             raise
     finally:
         os.close(fd)
+
+
+def _header(path: Path) -> list[str]:
+    """The column names in the first line of the CSV file ``path`` ([] for none)."""
+    with open(path, newline="", encoding="utf-8") as f:
+        return next(csv.reader(f), [])
 
 
 def repair_rows(path: Path) -> int:

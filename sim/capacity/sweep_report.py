@@ -258,7 +258,9 @@ def write_sweep_report(out: Path, rows: pd.DataFrame, params: list[str], cost: s
               "interval": INTERVAL, "failures": failure_counts(grid), "grid": grid,
               "cheapest": cheapest(summary, cost)}
     try:
-        write_whole(out / "runs.csv", rows.assign(sweep_id=sweep_id).to_csv(index=False).encode("utf-8"))
+        # the column order of the rows ``append_row`` writes, so a rerun that fills in runs appends alike
+        tagged = rows.assign(sweep_id=sweep_id)[["sweep_id", *rows.columns]]
+        write_whole(out / "runs.csv", tagged.to_csv(index=False).encode("utf-8"))
         if parquet:
             buf = io.BytesIO()
             rows.to_parquet(buf, index=False)

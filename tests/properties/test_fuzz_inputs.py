@@ -179,8 +179,9 @@ sweep_mutation = st.one_of(
     st.tuples(st.just("grid"), st.sampled_from(["workers.count", "queue.visibility_timeout_s", "seed", "queue.preset",
                                                 "nope.x", "workers", *FIELDS[:: max(1, len(FIELDS) // 12)]]),
               grid_values),
-    st.tuples(st.just("top"), st.sampled_from(["replications", "cost", "max_runs", "overrides", "scenario", "bogus"]),
-              st.one_of(values, st.integers(-2, 3))),
+    st.tuples(st.just("top"), st.sampled_from(["replications", "cost", "max_runs", "overrides", "scenario", "screening",
+                                               "bogus"]),
+              st.one_of(values, st.integers(-2, 3), st.sampled_from(["none", "drop_failed"]))),
     st.tuples(st.just("deep"), st.integers(10, 5000)),
     st.tuples(st.just("bigint"), st.integers(4200, 6000)),
     st.tuples(st.just("garbage"), st.text(max_size=60)),
@@ -214,8 +215,17 @@ def test_any_sweep_file_gets_a_verdict_or_one_line(tmp_path, capsys, monkeypatch
     import acksim.capacity.executors as executors
     from acksim.capacity.sweep import run_one
 
-    # the runs themselves in this process, one after another: the pool has tests of its own
-    monkeypatch.setattr(executors, "_run", lambda pending, executor, address: (run_one(r) for r in pending))
+    def in_process(order, _executor, _address):
+        """The runs themselves in this process, one after another, in the order ``order``
+        (``RunOrder``) gives: the pool has tests of its own."""
+        todo = order.first()
+        while todo:
+            row = run_one(todo.pop(0))
+            after = order.finished(row["run"], bool(row["passed"]))
+            todo += [] if after is None else [after]
+            yield row
+
+    monkeypatch.setattr(executors, "_run", in_process)
     text = sweep_text(mutations)
 
     def argv(case):

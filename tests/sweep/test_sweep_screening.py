@@ -133,3 +133,26 @@ def test_progress_hears_the_total_shrink_and_an_unscreened_rerun_fills_in_the_sk
     full = execute(runs, tmp_path / "full", sweep_id)
     assert list(filled["run"]) == [0, 1, 2, 3, 4, 5]
     pd.testing.assert_frame_equal(filled, full)
+
+
+def test_an_unscreened_rerun_into_a_finished_screened_folder_writes_what_an_unscreened_sweep_writes(tmp_path, capsys):
+    filled, full = tmp_path / "filled", tmp_path / "full"
+    assert main(["sweep", str(sweep_file(tmp_path, "screened", 'screening = "drop_failed"')), "--out", str(filled)]) == 0
+    plain = sweep_file(tmp_path, "plain")
+    assert main(["sweep", str(plain), "--out", str(filled)]) == 0  # fills in runs 1 and 2 after the report
+    assert "6 runs over 2 grid points (3 replications each), executor local" in capsys.readouterr().out
+    assert main(["sweep", str(plain), "--out", str(full)]) == 0
+    for name in ("runs.csv", "summary.csv", "sweep.json"):
+        assert (filled / name).read_bytes() == (full / name).read_bytes(), name
+
+
+def test_a_row_is_appended_in_the_order_of_the_files_header(tmp_path):
+    from acksim.capacity.sweep_dir import append_row
+
+    path = tmp_path / "runs.csv"
+    path.write_text("b,a\n1,2\n")
+    append_row(path, {"a": 4, "b": 3})
+    assert path.read_text() == "b,a\n1,2\n3,4\n"
+    with pytest.raises(ValueError, match="runs.csv: its header has other columns than the row to append: c"):
+        append_row(path, {"a": 5, "b": 6, "c": 7})
+    assert path.read_text() == "b,a\n1,2\n3,4\n"
