@@ -177,4 +177,4 @@ def to_frame(records: Sequence[Record]):
     """The history as a pandas DataFrame, one row per record, columns ``COLUMNS``."""
     import pandas as pd
 
-    return pd.DataFrame.from_records(list(map(tuple, records)), columns=list(COLUMNS))
+    return pd.DataFrame.from_records(list(records), columns=list(COLUMNS))  # records are tuples

@@ -29,6 +29,7 @@ import pandas as pd
 
 from acksim.capacity.sweep import RunSpec, run_one
 from acksim.capacity.sweep_dir import append_row, note, repair_rows
+from acksim.capacity.sweep_report import as_bools
 from acksim.interrupts import guarded, in_worker
 
 
@@ -56,8 +57,6 @@ def execute(runs: list[RunSpec], out: Path, sweep_id: str, executor: str = "loca
     scheduler at ``address`` (required). ``progress(done, total)`` hears the runs done so far
     and the runs the sweep will have (fewer than ``runs`` once screening drops some). Raises
     ValueError for an unknown executor or a missing address, and what a run raises."""
-    from acksim.capacity.sweep_report import as_bools
-
     out.mkdir(parents=True, exist_ok=True)
     path = out / "runs.csv"
     done = finished_runs(path, sweep_id)
@@ -99,7 +98,7 @@ class RunOrder:
         self._passed = dict(passed)
         self._point = {r.run: r.point for r in runs}
         self._chains: dict[int, deque[RunSpec]] = {}
-        for r in sorted(runs, key=lambda r: (r.point, r.replication, r.run)):
+        for r in sorted(runs, key=lambda r: (r.point, r.run)):  # a point's runs: its seeds in order
             self._chains.setdefault(r.point, deque()).append(r)
         self._ready = ([r for r in runs if r.run not in self._passed] if screening == "none" else
                        [r for r in map(self._next, self._chains) if r is not None])

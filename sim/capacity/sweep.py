@@ -61,15 +61,14 @@ class SweepSpec(BaseModel):
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One run of a sweep: its index, grid point, parameter values, seed, scenario data and
-    replication (0 for the point's first seed, 1 for the next, ...)."""
+    """One run of a sweep: its index, grid point, parameter values, seed and scenario data.
+    A point's runs have consecutive indices, in the order of its seeds."""
 
     run: int
     point: int
     params: tuple[tuple[str, Scalar], ...]
     seed: int
     scenario: dict
-    replication: int = 0
 
 
 def load_sweep(path: str | Path) -> tuple[SweepSpec, list[RunSpec], str]:
@@ -130,7 +129,7 @@ def load_sweep(path: str | Path) -> tuple[SweepSpec, list[RunSpec], str]:
         for rep in range(spec.replications):
             seeded = copy.deepcopy(data)
             seeded["seed"] = base["seed"] + rep
-            runs.append(RunSpec(len(runs), point, tuple(zip(keys, values)), seeded["seed"], seeded, rep))
+            runs.append(RunSpec(len(runs), point, tuple(zip(keys, values)), seeded["seed"], seeded))
     # neither the guard nor screening changes a run's row: a folder resumes with either changed
     sweep_id = hashlib.sha256(json.dumps([ROW_FORMAT, spec.model_dump(exclude={"max_runs", "screening"}), base],
                                          sort_keys=True, default=str).encode()).hexdigest()[:12]

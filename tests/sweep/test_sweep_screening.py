@@ -29,7 +29,7 @@ def sweep_file(tmp_path, name: str, extra: str = "", replications: int = 3) -> P
 
 
 def specs(points: int, replications: int) -> list[RunSpec]:
-    return [RunSpec(p * replications + r, p, (), 7 + r, {}, r) for p in range(points) for r in range(replications)]
+    return [RunSpec(p * replications + r, p, (), 7 + r, {}) for p in range(points) for r in range(replications)]
 
 
 def test_without_screening_every_pending_run_is_ready_at_once():
