@@ -36,6 +36,7 @@ test-nightly: setup
 
 bench: setup
 	$(BIN)/python benchmarks/throughput.py
+	$(BIN)/python benchmarks/ceiling.py
 	$(BIN)/python benchmarks/check_speed.py
 	$(BIN)/python benchmarks/startup.py
 

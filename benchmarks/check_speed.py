@@ -19,6 +19,11 @@ The first line is the search alone: the same Hypothesis search (strategy, settin
 a body that runs no world, so its CPU per example is what drawing and validating the examples
 costs, and one over it the most examples a second one core can reach whatever the world costs.
 
+The second line is the ceiling: the same examples' worlds run in this process with the code
+under test timed (``benchmarks/ceiling.py``: every store and unit-of-work call) and their
+SimPy steps counted at the cheapest step's cost (``benchmarks/floor.py``); the search alone
+plus both is the least an example can cost with a harness that costs nothing.
+
 A search's examples depend on its seed, budget and base only (``acksim.search.constants``),
 so the two runs of the N searches try the same examples.
 
@@ -34,9 +39,14 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
+from ceiling import Timer, instrument, timer_cost_s
+from floor import best_us, simpy_timeouts
+
+import acksim.world.skip as skip
 from acksim.judges.hazards import HAZARDS
 from acksim.search.check import base_scenario, run_check, search_test
 from acksim.search.parallel import budgets, default_jobs, merge, run_checks, search_seed
+from acksim.world.core import World
 
 REFERENCE = "acksim.model.processor:process"
 
@@ -79,6 +89,36 @@ def search_floor(examples: int, seed: int) -> tuple[int, float]:
     return drawn, _cpu() - cpu
 
 
+def world_floor(examples: int, seed: int) -> tuple[int, float, int]:
+    """(worlds run, seconds in the code under test, SimPy steps) of the examples of
+    ``check --jobs 1``'s search on the default base, each world run in this process with its
+    stores' and sessions' public methods timed (the timer's own cost taken off)."""
+    timer, steps, worlds = Timer(), [0], [0]
+    real_step = skip.Environment.step
+
+    def counted(env) -> None:
+        steps[0] += 1
+        real_step(env)
+
+    def body(scenario) -> None:
+        undo = instrument(scenario.stores.backend, timer)
+        world = World(scenario)
+        try:
+            world.run()
+            worlds[0] += 1
+        finally:
+            world.close()
+            for cls, name, fn in undo:
+                setattr(cls, name, fn)
+
+    skip.Environment.step = counted
+    try:
+        search_test(body, base_scenario(), examples, seed)()
+    finally:
+        skip.Environment.step = real_step
+    return worlds[0], timer.seconds - timer.calls * timer_cost_s(), steps[0]
+
+
 def burn(n: int) -> int:
     """A pure-Python busy loop of ``n`` additions (the yardstick's unit of work)."""
     total = 0
@@ -119,6 +159,12 @@ def main() -> int:
     cpu = max(cpu, 0.01)  # the CPU clock counts in 10 ms ticks: a tiny search may read 0
     print(f"the search alone (no world): {drawn} examples, {cpu / drawn * 1e3:.2f} ms CPU an example -> "
           f"at most {drawn / cpu:.0f} examples/s on one core, whatever the world costs")
+    worlds, code_s, steps = world_floor(args.examples, args.seed)
+    search_ms, code_ms = cpu / drawn * 1e3, code_s / worlds * 1e3
+    steps_ms = steps / worlds * best_us(simpy_timeouts, 100_000) / 1e3
+    print(f"ceiling: the search alone {search_ms:.2f} ms + the code under test {code_ms:.2f} ms + SimPy "
+          f"{steps / worlds:.0f} steps >= {steps_ms:.2f} ms an example ({worlds} worlds in this process) -> "
+          f"at most {1e3 / (search_ms + code_ms + steps_ms):.0f} examples/s with a harness that costs nothing")
     print(line("check --jobs 1", *measure(args.examples, 1, args.seed)))
     if args.jobs > 1:
         seq, t_seq, c_seq = measure(args.examples, args.jobs, args.seed, parallel=False)
