@@ -33,6 +33,10 @@ import gc
 import inspect
 import sys
 import time
+from contextlib import contextmanager
+from typing import Iterator
+
+import simpy
 
 from floor import best_us, simpy_timeouts
 from throughput import bare_mmc, with_backend
@@ -90,16 +94,41 @@ def timer_cost_s(n: int = 200_000) -> float:
     return best
 
 
-def instrument(backend: str, timer: Timer) -> list:
-    """Wrap every public plain method of ``backend``'s store and session classes with
-    ``timer``; returns what to put back: (class, name, original function)."""
+@contextmanager
+def timed_stores(backend: str, timer: Timer) -> Iterator[Timer]:
+    """In the block, every public plain method of ``backend``'s store and session classes is
+    timed by ``timer``; after it, each is the original function again."""
     undo = []
-    for cls in STORE_CLASSES[backend]:
-        for name, fn in list(vars(cls).items()):
-            if not name.startswith("_") and inspect.isfunction(fn):
-                undo.append((cls, name, fn))
-                setattr(cls, name, timer.wrap(fn))
-    return undo
+    try:
+        for cls in STORE_CLASSES[backend]:
+            for name, fn in list(vars(cls).items()):
+                if not name.startswith("_") and inspect.isfunction(fn):
+                    undo.append((cls, name, fn))
+                    setattr(cls, name, timer.wrap(fn))
+        yield timer
+    finally:
+        for cls, name, fn in undo:
+            setattr(cls, name, fn)
+
+
+@contextmanager
+def counted_steps(cls: type) -> Iterator[list[int]]:
+    """In the block, ``cls.step`` (a SimPy environment class) counts the events it processes
+    in the list yielded (one int; a call on an empty schedule, which raises, is none); after
+    it, ``step`` is the original again."""
+    count = [0]
+    real = cls.step
+
+    def counted(env) -> None:
+        if env._queue:  # SimPy's heap of scheduled events
+            count[0] += 1
+        real(env)
+
+    cls.step = counted
+    try:
+        yield count
+    finally:
+        cls.step = real
 
 
 def main() -> int:
@@ -111,36 +140,23 @@ def main() -> int:
     args = p.parse_args()
     base = load(args.scenario)
     per_call = timer_cost_s()
-    steps = [0]
-    real_step = skip.Environment.step
-
-    def counted_step(env) -> None:
-        steps[0] += 1
-        real_step(env)
-
-    skip.Environment.step = counted_step
     rows = []
     for backend in args.backend or ["memory", "sqlite"]:
         scenario = with_backend(base, backend, args.accounts)
         best = None
         for _ in range(args.repeat):
-            timer = Timer()
-            undo = instrument(backend, timer)
             gc.collect()
-            steps[0] = 0
-            world = World(scenario)
-            start_cpu = time.process_time()
-            outcome = world.run()
-            cpu = time.process_time() - start_cpu
-            world.close()
-            for cls, name, fn in undo:
-                setattr(cls, name, fn)
+            with timed_stores(backend, Timer()) as timer, counted_steps(skip.Environment) as steps:
+                world = World(scenario)
+                start_cpu = time.process_time()
+                outcome = world.run()
+                cpu = time.process_time() - start_cpu
+                world.close()
             jobs = sum(1 for r in outcome.history if r.kind == "published")
             row = (backend, jobs, timer.calls, timer.seconds - timer.calls * per_call, steps[0], cpu)
             best = row if best is None or row[3] < best[3] else best
             del outcome, world
         rows.append(best)
-    skip.Environment.step = real_step
     jobs, servers = rows[0][1], scenario.workers.count
     bare_s = min(bare_mmc(jobs, servers) for _ in range(5))  # the best of 5, as for the steps
     bare_rate = jobs / bare_s
@@ -159,21 +175,9 @@ def main() -> int:
 
 def bare_steps_per_job(jobs: int, servers: int) -> float:
     """SimPy steps a job of ``bare_mmc`` takes (counted on a run of ``jobs`` jobs)."""
-    import simpy
-
-    count = [0]
-    real = simpy.Environment.step
-
-    def counted(env) -> None:
-        count[0] += 1
-        real(env)
-
-    simpy.Environment.step = counted
-    try:
+    with counted_steps(simpy.Environment) as steps:
         bare_mmc(jobs, servers)
-    finally:
-        simpy.Environment.step = real
-    return count[0] / jobs
+    return steps[0] / jobs
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-from ceiling import Timer, instrument, timer_cost_s
+from ceiling import Timer, counted_steps, timed_stores, timer_cost_s
 from floor import best_us, simpy_timeouts
 
 import acksim.world.skip as skip
@@ -93,29 +93,19 @@ def world_floor(examples: int, seed: int) -> tuple[int, float, int]:
     """(worlds run, seconds in the code under test, SimPy steps) of the examples of
     ``check --jobs 1``'s search on the default base, each world run in this process with its
     stores' and sessions' public methods timed (the timer's own cost taken off)."""
-    timer, steps, worlds = Timer(), [0], [0]
-    real_step = skip.Environment.step
-
-    def counted(env) -> None:
-        steps[0] += 1
-        real_step(env)
+    timer, worlds = Timer(), [0]
 
     def body(scenario) -> None:
-        undo = instrument(scenario.stores.backend, timer)
-        world = World(scenario)
-        try:
-            world.run()
-            worlds[0] += 1
-        finally:
-            world.close()
-            for cls, name, fn in undo:
-                setattr(cls, name, fn)
+        with timed_stores(scenario.stores.backend, timer):
+            world = World(scenario)
+            try:
+                world.run()
+                worlds[0] += 1
+            finally:
+                world.close()
 
-    skip.Environment.step = counted
-    try:
+    with counted_steps(skip.Environment) as steps:
         search_test(body, base_scenario(), examples, seed)()
-    finally:
-        skip.Environment.step = real_step
     return worlds[0], timer.seconds - timer.calls * timer_cost_s(), steps[0]
 
 

@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from ceiling import STORE_CLASSES, Timer, instrument  # noqa: E402
+from ceiling import STORE_CLASSES, Timer, counted_steps, timed_stores  # noqa: E402
 
 from acksim.model.memory_store import MemoryDatabase, MemorySession  # noqa: E402
 from acksim.model.store_api import DbOptions  # noqa: E402
@@ -34,13 +34,8 @@ def _history(backend: str) -> tuple:
 def test_the_timed_run_is_the_same_run_and_every_method_is_put_back(backend):
     before = {(cls, name): fn for cls in STORE_CLASSES[backend] for name, fn in vars(cls).items()}
     plain = _history(backend)
-    timer = Timer()
-    undo = instrument(backend, timer)
-    try:
+    with timed_stores(backend, Timer()) as timer:
         timed = _history(backend)
-    finally:
-        for cls, name, fn in undo:
-            setattr(cls, name, fn)
     assert timed == plain
     assert len(plain) > 1000
     # every store and unit-of-work call of the run was counted: at least one per attempt's
@@ -52,9 +47,7 @@ def test_the_timed_run_is_the_same_run_and_every_method_is_put_back(backend):
 
 
 def test_a_call_made_by_another_timed_call_is_counted_once():
-    timer = Timer()
-    undo = instrument("memory", timer)
-    try:
+    with timed_stores("memory", Timer()) as timer:
         session = MemoryDatabase(DbOptions()).session()
         # outside begin(): an autocommitted write, which calls begin() and commit() itself
         assert session.cleanup_store.apply_once(account_id="a", cleanup_version=1) is True
@@ -63,7 +56,21 @@ def test_a_call_made_by_another_timed_call_is_counted_once():
         session.cleanup_store.was_applied("a", 1)
         session.commit()
         assert timer.calls == 4
-    finally:
-        for cls, name, fn in undo:
-            setattr(cls, name, fn)
     assert MemorySession.begin.__qualname__ == "MemorySession.begin"
+
+
+def test_steps_are_counted_in_the_block_only():
+    import simpy
+
+    real = simpy.Environment.step
+    with counted_steps(simpy.Environment) as steps:
+        env = simpy.Environment()
+        env.timeout(1.0)
+        env.timeout(2.0)
+        env.run()
+    assert steps == [2]
+    assert simpy.Environment.step is real
+    env = simpy.Environment()
+    env.timeout(1.0)
+    env.run()
+    assert steps == [2]
