@@ -19,10 +19,11 @@ The first line is the search alone: the same Hypothesis search (strategy, settin
 a body that runs no world, so its CPU per example is what drawing and validating the examples
 costs, and one over it the most examples a second one core can reach whatever the world costs.
 
-The second line is the ceiling: the same examples' worlds run in this process with the code
-under test timed (``benchmarks/ceiling.py``: every store and unit-of-work call) and their
-SimPy steps counted at the cheapest step's cost (``benchmarks/floor.py``); the search alone
-plus both is the least an example can cost with a harness that costs nothing.
+The second line is the ceiling: the same examples' worlds run in this process with the
+design's store and unit-of-work calls timed as ``benchmarks/ceiling.py`` times them, and
+their SimPy steps counted at the cheapest step's cost (``benchmarks/floor.py``); the search
+alone (wall clock here) plus both is the least an example can cost when the rest of the
+harness costs nothing.
 
 A search's examples depend on its seed, budget and base only (``acksim.search.constants``),
 so the two runs of the N searches try the same examples.
@@ -73,9 +74,10 @@ def measure(examples: int, jobs: int, seed: int, parallel: bool = True):
 WARM_UP = 30  # examples of the search that warms the caches
 
 
-def search_floor(examples: int, seed: int) -> tuple[int, float]:
-    """(examples drawn, CPU seconds) of ``check --jobs 1``'s Hypothesis search on the default
-    base with an empty body: every example drawn and validated, no world run, no judge."""
+def search_floor(examples: int, seed: int) -> tuple[int, float, float]:
+    """(examples drawn, CPU seconds, wall seconds) of ``check --jobs 1``'s Hypothesis search
+    on the default base with an empty body: every example drawn and validated, no world run,
+    no judge."""
     drawn = 0
 
     def body(_scenario) -> None:
@@ -84,29 +86,32 @@ def search_floor(examples: int, seed: int) -> tuple[int, float]:
 
     search_test(body, base_scenario(), WARM_UP, seed + 1)()  # caches filled, not counted
     drawn = 0
-    cpu = _cpu()
+    cpu, wall = _cpu(), time.perf_counter()
     search_test(body, base_scenario(), examples, seed)()
-    return drawn, _cpu() - cpu
+    return drawn, _cpu() - cpu, time.perf_counter() - wall
 
 
 def world_floor(examples: int, seed: int) -> tuple[int, float, int]:
-    """(worlds run, seconds in the code under test, SimPy steps) of the examples of
-    ``check --jobs 1``'s search on the default base, each world run in this process with its
-    stores' and sessions' public methods timed (the timer's own cost taken off)."""
+    """(worlds run, wall seconds in the design's store and unit-of-work calls, SimPy steps) of
+    the examples of ``check --jobs 1``'s search on the default base, each world run in this
+    process with its stores' and sessions' public methods timed as ``benchmarks/ceiling.py``
+    times them (the design's callers only; the timer's cost and the collector's pauses taken
+    off, so the figure errs low)."""
     timer, worlds = Timer(), [0]
+    per_call = timer_cost_s()
 
     def body(scenario) -> None:
+        worlds[0] += 1
         with timed_stores(scenario.stores.backend, timer):
             world = World(scenario)
             try:
                 world.run()
-                worlds[0] += 1
             finally:
                 world.close()
 
     with counted_steps(skip.Environment) as steps:
         search_test(body, base_scenario(), examples, seed)()
-    return worlds[0], timer.seconds - timer.calls * timer_cost_s(), steps[0]
+    return worlds[0], timer.figures(per_call)[0], steps[0]
 
 
 def burn(n: int) -> int:
@@ -145,16 +150,18 @@ def main() -> int:
     args = p.parse_args()
     if args.examples < 1 or args.jobs < 1:
         p.error("--examples and --jobs: at least 1")
-    drawn, cpu = search_floor(args.examples, args.seed)
+    drawn, cpu, search_wall = search_floor(args.examples, args.seed)
     cpu = max(cpu, 0.01)  # the CPU clock counts in 10 ms ticks: a tiny search may read 0
     print(f"the search alone (no world): {drawn} examples, {cpu / drawn * 1e3:.2f} ms CPU an example -> "
           f"at most {drawn / cpu:.0f} examples/s on one core, whatever the world costs")
     worlds, code_s, steps = world_floor(args.examples, args.seed)
-    search_ms, code_ms = cpu / drawn * 1e3, code_s / worlds * 1e3
+    worlds = max(worlds, 1)
+    search_ms, code_ms = search_wall / drawn * 1e3, code_s / worlds * 1e3
     steps_ms = steps / worlds * best_us(simpy_timeouts, 100_000) / 1e3
-    print(f"ceiling: the search alone {search_ms:.2f} ms + the code under test {code_ms:.2f} ms + SimPy "
-          f"{steps / worlds:.0f} steps >= {steps_ms:.2f} ms an example ({worlds} worlds in this process) -> "
-          f"at most {1e3 / (search_ms + code_ms + steps_ms):.0f} examples/s with a harness that costs nothing")
+    print(f"ceiling (wall clock): the search alone {search_ms:.2f} ms + the design's store and unit-of-work "
+          f"calls {code_ms:.2f} ms + SimPy {steps / worlds:.0f} steps >= {steps_ms:.2f} ms an example ({worlds} "
+          f"worlds in this process) -> at most {1e3 / (search_ms + code_ms + steps_ms):.0f} examples/s with the "
+          "rest of the harness costing nothing")
     print(line("check --jobs 1", *measure(args.examples, 1, args.seed)))
     if args.jobs > 1:
         seq, t_seq, c_seq = measure(args.examples, args.jobs, args.seed, parallel=False)
