@@ -52,7 +52,7 @@ import acksim.world.skip as skip
 from acksim.cli.main import DEFAULT_SCENARIO
 from acksim.model.memory_store import MemoryAccounts, MemoryCleanupStore, MemoryOutbox, MemorySession
 from acksim.model.sqlite_store import SqliteAccounts, SqliteCleanupStore, SqliteOutbox, SqliteSession
-from acksim.scenario import load
+from acksim.scenario import ScenarioError, load
 from acksim.scenarios import bundled
 from acksim.world.core import World
 
@@ -67,14 +67,15 @@ STORE_CLASSES = {"memory": (MemoryAccounts, MemoryCleanupStore, MemoryOutbox, Me
 DESIGN = ("processor", "unit of work", "outbox relay", "scheduler")
 _CALLERS = {"interleave.py": "processor", "worker.py": "unit of work", "outbox_relay.py": "outbox relay",
             "scheduler.py": "scheduler", "renewals.py": "players"}
-# methods only the harness calls for its own bookkeeping: the writes a run committed outside a
-# unit of work, the final state the judges read, closing the sessions at the end
-HARNESS_METHODS = frozenset({"take_autocommitted", "all", "markers", "events", "close"})
+# methods the actors call for the harness, not for the design: the writes a run committed
+# outside a unit of work (the harness records them), closing a session when its actor ends
+HARNESS_METHODS = frozenset({"take_autocommitted", "close"})
 
 
 def caller_bucket(filename: str, function: str, method: str) -> str:
     """Who called store ``method`` from ``function`` in file ``filename``: one of ``DESIGN``,
-    "players", or "harness" (bookkeeping methods, the actors' idle checks, anything else)."""
+    "players", or "harness" (``HARNESS_METHODS``, the actors' ``idle`` checks, and every other
+    caller, such as the final state the judges read)."""
     if method in HARNESS_METHODS or function == "idle":
         return "harness"
     return _CALLERS.get(filename.rsplit("/", 1)[-1], "harness")
@@ -85,12 +86,13 @@ class Timer:
     (``buckets``: ``caller_bucket`` -> [seconds, calls]), the timer's own cost included, the
     cyclic garbage collector's pauses taken off (``gc_seconds``: kept by ``timed_stores``). A
     wrapped method called by another (an autocommitted write calls ``begin`` and ``commit``)
-    is counted within the outer call only (``nested`` counts those). One thread only."""
+    is counted within the outer call only, in its caller's bucket (its third item counts
+    them). One thread only."""
 
     def __init__(self) -> None:
-        self.buckets: dict[str, list] = {}
+        self.buckets: dict[str, list] = {}  # who -> [seconds, calls, nested calls]
         self.depth = 0
-        self.nested = 0
+        self._outer: list = [0.0, 0, 0]  # the bucket of the call running
         self.gc_seconds = 0.0
         self._gc_started = 0.0
         self._who: dict[tuple, str] = {}
@@ -101,14 +103,17 @@ class Timer:
         @functools.wraps(fn)
         def timed(*args, **kwargs):
             if self.depth:
-                self.nested += 1
+                self._outer[2] += 1
                 return fn(*args, **kwargs)
             code = frame(1).f_code
             key = (code.co_filename, code.co_name, method)
             who = self._who.get(key)
             if who is None:
                 who = self._who[key] = caller_bucket(*key)
-            self.depth = 1
+            bucket = self.buckets.get(who)
+            if bucket is None:
+                bucket = self.buckets[who] = [0.0, 0, 0]
+            self.depth, self._outer = 1, bucket
             paused = self.gc_seconds
             start = clock()
             try:
@@ -116,7 +121,6 @@ class Timer:
             finally:
                 elapsed = clock() - start - (self.gc_seconds - paused)
                 self.depth = 0
-                bucket = self.buckets.setdefault(who, [0.0, 0])
                 bucket[0] += elapsed
                 bucket[1] += 1
 
@@ -131,10 +135,10 @@ class Timer:
 
     def figures(self, per_call_s: float, buckets=DESIGN) -> tuple[float, int]:
         """(seconds, calls) of ``buckets``, ``per_call_s`` (``timer_cost_s``) taken off each of
-        their calls and off every nested call of any bucket (the figure errs low)."""
-        seconds = sum(self.buckets.get(b, (0.0, 0))[0] for b in buckets)
-        calls = sum(self.buckets.get(b, (0.0, 0))[1] for b in buckets)
-        return max(seconds - (calls + self.nested) * per_call_s, 0.0), calls
+        their calls, nested ones included (the figure errs low)."""
+        picked = [self.buckets[b] for b in buckets if b in self.buckets]
+        seconds, calls, nested = (sum(b[i] for b in picked) for i in range(3))
+        return max(seconds - (calls + nested) * per_call_s, 0.0), calls
 
 
 def timer_cost_s(n: int = 100_000) -> float:
@@ -203,10 +207,17 @@ def main() -> int:
     p.add_argument("--accounts", type=int, default=None)
     p.add_argument("--repeat", type=int, default=3, help="runs per backend; the cheapest is kept")
     args = p.parse_args()
-    base = load(args.scenario)
+    if args.repeat < 1:
+        p.error(f"--repeat: at least 1, got {args.repeat}")
+    if args.accounts is not None and args.accounts < 1:
+        p.error(f"--accounts: at least 1, got {args.accounts}")
+    try:
+        base = load(args.scenario)
+        scenarios = {b: with_backend(base, b, args.accounts) for b in args.backend or ["memory", "sqlite"]}
+    except ScenarioError as exc:
+        p.error(str(exc))
     rows = []
-    for backend in args.backend or ["memory", "sqlite"]:
-        scenario = with_backend(base, backend, args.accounts)
+    for backend, scenario in scenarios.items():
         best = None
         for _ in range(args.repeat):
             per_call = timer_cost_s()  # just before the run: the machine as it is now
@@ -218,13 +229,15 @@ def main() -> int:
                 wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
                 world.close()
             jobs = sum(1 for r in outcome.history if r.kind == "published")
+            if not jobs:
+                p.error(f"{args.scenario}: the run published no job, so there is no cost a job to measure")
             code_s, calls = timer.figures(per_call)
             others = {b: timer.figures(per_call, (b,))[0] / jobs * 1e6 for b in sorted(timer.buckets)}
             row = (backend, jobs, calls, code_s, steps[0], cpu, wall, per_call, others)
             best = row if best is None or row[3] < best[3] else best
             del outcome, world
         rows.append(best)
-    jobs, servers = rows[0][1], with_backend(base, "memory", args.accounts).workers.count
+    jobs, servers = rows[0][1], next(iter(scenarios.values())).workers.count
     bare_s = min(bare_mmc(jobs, servers) for _ in range(5))  # the best of 5, as for the steps
     bare_rate = jobs / bare_s
     step_us = best_us(simpy_timeouts, 100_000)  # the cheapest step: a timeout resuming a bare loop
@@ -236,9 +249,11 @@ def main() -> int:
         print(f"{backend:<7} {jobs} jobs: the design's store and unit-of-work calls {code_us:.1f} us/job "
               f"({calls / jobs:.1f} calls a job) + SimPy {stepped / jobs:.2f} steps/job >= {steps_us:.1f} us/job "
               f"-> ceiling {ceiling:,.0f} jobs/s = {ceiling / bare_rate:.3f} of the bare loop")
-        print("        by caller, us/job: " + ", ".join(f"{b} {us:.1f}" for b, us in others.items())
-              + f" (timer cost {per_call * 1e9:.0f} ns a call taken off; the run itself, instrumented: "
-              f"{jobs / cpu:,.0f} jobs per cpu s)")
+        design = ", ".join(f"{b} {others[b]:.1f}" for b in DESIGN if b in others)
+        rest = ", ".join(f"{b} {us:.1f}" for b, us in others.items() if b not in DESIGN)
+        print(f"        us/job by caller: the design's {design}; not counted: {rest} (timer cost "
+              f"{per_call * 1e9:.0f} ns a call taken off; the run itself, instrumented: {jobs / cpu:,.0f} "
+              "jobs per cpu s)")
         if cpu < 0.95 * wall:
             print(f"        warning: the run had {cpu / wall:.0%} of a core (another process, or waiting on "
                   "the disk): its wall-clock figures are high")

@@ -26,7 +26,7 @@ import time
 import simpy
 
 from acksim.cli.main import DEFAULT_SCENARIO
-from acksim.scenario import load, parse
+from acksim.scenario import ScenarioError, load, parse
 from acksim.scenarios import bundled
 from acksim.world.core import World
 
@@ -78,7 +78,7 @@ def with_backend(scenario, backend: str, accounts: int | None):
     """``scenario`` on the ``backend`` stores (and ``accounts`` accounts, when given)."""
     data = scenario.model_dump(exclude_none=True)
     data["stores"]["backend"] = backend
-    if accounts:
+    if accounts is not None:
         data["workload"]["accounts"] = accounts
         data["run"]["max_records"] = max(data["run"].get("max_records", 0), accounts * 40)
         data["run"]["max_events"] = max(data["run"].get("max_events", 0), accounts * 200)
@@ -92,10 +92,15 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--accounts", type=int, default=None)
     args = p.parse_args()
-    base = load(args.scenario)
+    if args.repeat < 1:
+        p.error(f"--repeat: at least 1, got {args.repeat}")
+    try:
+        base = load(args.scenario)
+        scenarios = {b: with_backend(base, b, args.accounts) for b in args.backend or ["memory", "sqlite"]}
+    except ScenarioError as exc:
+        p.error(str(exc))
     rates = {}
-    for backend in args.backend or ["memory", "sqlite"]:
-        scenario = with_backend(base, backend, args.accounts)
+    for backend, scenario in scenarios.items():
         best = best_cpu = None
         for _ in range(args.repeat):
             world = outcome = None  # the previous run's world and history go (they refer to each
@@ -109,6 +114,8 @@ def main() -> int:
                 best, best_cpu = elapsed, cpu
         peak = process_peak()  # before history_bytes, whose own set of ids is large
         jobs = sum(1 for r in outcome.history if r.kind == "published")
+        if not jobs:
+            p.error(f"{args.scenario}: the run published no job, so there is no rate to measure")
         rates[backend] = jobs / best
         per_job = history_bytes(outcome.history) / jobs
         print(f"acksim  {scenario.name}: {jobs} jobs, {len(outcome.history)} records in {best:.2f} s "
