@@ -34,7 +34,6 @@ Wall-clock time is measured here only, never in the model; no figure is asserted
 
 from __future__ import annotations
 
-import argparse
 import functools
 import gc
 import inspect
@@ -46,14 +45,11 @@ from typing import Iterator
 import simpy
 
 from floor import best_us, simpy_timeouts
-from throughput import bare_mmc, with_backend
+from throughput import bare_mmc, parse_args
 
 import acksim.world.skip as skip
-from acksim.cli.main import DEFAULT_SCENARIO
 from acksim.model.memory_store import MemoryAccounts, MemoryCleanupStore, MemoryOutbox, MemorySession
 from acksim.model.sqlite_store import SqliteAccounts, SqliteCleanupStore, SqliteOutbox, SqliteSession
-from acksim.scenario import ScenarioError, load
-from acksim.scenarios import bundled
 from acksim.world.core import World
 
 STORE_CLASSES = {"memory": (MemoryAccounts, MemoryCleanupStore, MemoryOutbox, MemorySession),
@@ -201,21 +197,8 @@ def counted_steps(cls: type) -> Iterator[list[int]]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("scenario", nargs="?", default=str(bundled(DEFAULT_SCENARIO)))
-    p.add_argument("--backend", action="append", choices=("memory", "sqlite"))
-    p.add_argument("--accounts", type=int, default=None)
-    p.add_argument("--repeat", type=int, default=3, help="runs per backend; the cheapest is kept")
-    args = p.parse_args()
-    if args.repeat < 1:
-        p.error(f"--repeat: at least 1, got {args.repeat}")
-    if args.accounts is not None and args.accounts < 1:
-        p.error(f"--accounts: at least 1, got {args.accounts}")
-    try:
-        base = load(args.scenario)
-        scenarios = {b: with_backend(base, b, args.accounts) for b in args.backend or ["memory", "sqlite"]}
-    except ScenarioError as exc:
-        p.error(str(exc))
+    args, p, scenarios = parse_args(__doc__.splitlines()[0], repeat=3,
+                                    repeat_help="runs per backend; the cheapest is kept")
     rows = []
     for backend, scenario in scenarios.items():
         best = None

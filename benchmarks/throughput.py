@@ -85,20 +85,29 @@ def with_backend(scenario, backend: str, accounts: int | None):
     return parse(data, "benchmark")
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(description: str, repeat: int, repeat_help: str | None = None):
+    """The command line of a benchmark that runs a scenario on each backend: (the arguments,
+    the parser, backend name -> scenario). Bad input exits 2 with one line (``--repeat`` or
+    ``--accounts`` below 1, a scenario file that is missing or invalid)."""
+    p = argparse.ArgumentParser(description=description)
     p.add_argument("scenario", nargs="?", default=str(bundled(DEFAULT_SCENARIO)))
     p.add_argument("--backend", action="append", choices=("memory", "sqlite"))
-    p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--repeat", type=int, default=repeat, help=repeat_help)
     p.add_argument("--accounts", type=int, default=None)
     args = p.parse_args()
-    if args.repeat < 1:
-        p.error(f"--repeat: at least 1, got {args.repeat}")
+    for name in ("repeat", "accounts"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            p.error(f"--{name}: at least 1, got {value}")
     try:
         base = load(args.scenario)
-        scenarios = {b: with_backend(base, b, args.accounts) for b in args.backend or ["memory", "sqlite"]}
+        return args, p, {b: with_backend(base, b, args.accounts) for b in args.backend or ["memory", "sqlite"]}
     except ScenarioError as exc:
         p.error(str(exc))
+
+
+def main() -> int:
+    args, p, scenarios = parse_args(__doc__.splitlines()[0], repeat=1)
     rates = {}
     for backend, scenario in scenarios.items():
         best = best_cpu = None
