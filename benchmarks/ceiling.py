@@ -79,11 +79,11 @@ def caller_bucket(filename: str, function: str, method: str) -> str:
 
 class Timer:
     """Seconds and calls spent inside the wrapped methods (``wrap``), by who called them
-    (``buckets``: ``caller_bucket`` -> [seconds, calls]), the timer's own cost included, the
-    cyclic garbage collector's pauses taken off (``gc_seconds``: kept by ``timed_stores``). A
-    wrapped method called by another (an autocommitted write calls ``begin`` and ``commit``)
-    is counted within the outer call only, in its caller's bucket (its third item counts
-    them). One thread only."""
+    (``buckets``: ``caller_bucket`` -> [seconds, calls, nested calls]), the timer's own cost
+    included, the cyclic garbage collector's pauses taken off (``gc_seconds``: kept by
+    ``timed_stores``). A wrapped method called by another (an autocommitted write calls
+    ``begin`` and ``commit``) is counted within the outer call only, as a nested call of its
+    caller's bucket. One thread only."""
 
     def __init__(self) -> None:
         self.buckets: dict[str, list] = {}  # who -> [seconds, calls, nested calls]
