@@ -5,8 +5,8 @@ the queue, creates the accounts in one SQLite file (WAL mode, the simulation's s
 scenario's design options) and starts ``workers.count`` worker processes
 (``acksim.live.worker``). Its own loop then runs wall time as the simulation runs virtual time,
 ``wall = virtual * time_scale``: it publishes every job at its deadline, commits the planned
-lifecycle steps at their times with the simulation's own ``Renewals`` actor (driven by a small
-wall-clock stand-in for SimPy's environment), restarts a crashed worker after
+lifecycle steps at their times with the simulation's own ``Renewals`` actor (its ``env`` port
+is ``WallEnv``, the wall clock that resumes its generators), restarts a crashed worker after
 ``workers.restart_delay_s``, runs the rolling deployments (SIGTERM to each worker in turn)
 and polls the dead-letter target. It stops when every planned event is over and every
 published message is acked or dead-lettered with no worker holding one, or at the wall bound
@@ -29,7 +29,6 @@ import time
 import sys
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 
 from acksim.live.journal import Journal, merge, read_journal
@@ -97,7 +96,7 @@ def check_live_scenario(sc: Scenario, broker: str | None = None) -> None:
         raise ScenarioError("queue.eta_held_by_worker: not supported live")
 
 
-# --- a wall-clock stand-in for the SimPy environment, enough for Renewals --------------------
+# --- the wall clock as an actor's ``env`` port (Renewals): now, timeouts, processes ----------
 @dataclass(frozen=True, slots=True)
 class _Timeout:
     delay: float
@@ -119,22 +118,6 @@ class WallEnv:
 
     def process(self, gen) -> None:
         self._loop.at(self.now, ("step", gen))
-
-
-class _History:
-    def __init__(self, journal: Journal) -> None:
-        self._j = journal
-
-    def record(self, kind: str, actor: str, **fields) -> None:
-        self._j.record(kind, actor, **fields)
-
-
-class _Scheduler:
-    def __init__(self, loop: "LiveRun") -> None:
-        self._loop = loop
-
-    def schedule(self, account_id: str, cleanup_version: int, deadline_s: float) -> None:
-        self._loop.at(deadline_s, ("publish", account_id, cleanup_version, deadline_s))
 
 
 @dataclass
@@ -187,6 +170,10 @@ class LiveRun:
         self.broker_downtimes: list[float] = []  # wall s of each broker restart, stop to ready
 
     # --- scheduling on the wall clock -----------------------------------------------------
+    def schedule(self, account_id: str, cleanup_version: int, deadline_s: float) -> None:
+        """Publish the job (account, version) at its deadline (virtual s): the live scheduler."""
+        self.at(deadline_s, ("publish", account_id, cleanup_version, deadline_s))
+
     def at(self, virtual_s: float, item) -> None:
         """Do ``item`` at ``virtual_s``; at one instant faults (deployments, pauses, broker
         restarts) go first, as in the simulation, where the job published at that instant is
@@ -237,8 +224,7 @@ class LiveRun:
         stack.callback(parent.close)
         self.journal = parent
         self.env = WallEnv(parent, self)
-        world = _LiveWorld(sc, db, self.env, _History(parent), _Scheduler(self))
-        renewals = Renewals(world, ops)
+        renewals = Renewals(self.env, db.session(), parent.record, self.schedule, sc.workload, sc.epoch, ops)
         renewals.create_accounts(deadlines)
         self.env.process(renewals.run())
         for dep in sorted(sc.faults.deployments, key=lambda d: d.at_s):
@@ -638,19 +624,6 @@ class BrokerOutage:
 
     def join(self) -> None:
         self._thread.join()
-
-
-class _LiveWorld:
-    """What ``Renewals`` reads of a world: scenario, db, env, history, scheduler, time maps."""
-
-    def __init__(self, scenario, db, env, history, scheduler) -> None:
-        self.scenario, self.db, self.env, self.history, self.scheduler = scenario, db, env, history, scheduler
-
-    def to_datetime(self, t: float):
-        return self.scenario.epoch + timedelta(seconds=t)
-
-    def to_virtual(self, dt) -> float:
-        return (dt - self.scenario.epoch).total_seconds()
 
 
 def _quietly(fn) -> None:

@@ -1,11 +1,11 @@
 """A live worker: one OS process that receives from the real broker and runs the processor.
 
-The same attempt as the simulation's worker (``acksim.world.worker``), in wall time: receive;
-begin the unit of work on its own connection to the one SQLite file; run the processor
-(``acksim.world.interleave.Attempt``, so store call indices and the crash points are the
+The simulation's attempt (``acksim.world.attempt.cleanup_attempt``, the very code), driven
+in wall time through a ``LivePort``: receive; begin the unit of work on its own connection to
+the one SQLite file; run the processor (so store call indices and the crash points are the
 simulation's); commit; record what SQLite committed; ack. A write conflict rolls back and is
 retried after a jittered backoff, then nacked; an error of the processor's own is rolled back
-and nacked. A crash is real: the process records "crashed" and sends itself SIGKILL, so its
+and nacked with the queue's backoff. A crash is real: the process records "crashed" and sends itself SIGKILL, so its
 connection to the broker and its SQLite transaction die with it; the parent restarts it after
 ``workers.restart_delay_s``. SIGTERM (a deployment) is the same crash, phase "deployment".
 The job's own work (``workers.service_time_mean_s``, placed at ``service_time_at``) is a
@@ -25,12 +25,12 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 from pathlib import Path
 
-from acksim.model.errors import ConflictError
 from acksim.model.job import CleanupJob
+from acksim.world.attempt import WorkerCrash, cleanup_attempt, record_writes
 
-WRITE_METHODS = frozenset({"apply_once", "add_once", "put", "delete", "mark_sent", "mark_failed"})
 MIN_BACKOFF_WALL_S = 0.001  # a conflict backoff shorter than this on the wall clock is this
 RECONNECT_WALL_S = 0.2  # wall seconds between attempts to reach a broker that went away
 
@@ -54,10 +54,6 @@ class WorkerConfig:
     transport: object
 
 
-class _Crash(BaseException):
-    pass
-
-
 def run_worker(cfg: WorkerConfig, deliveries, stop) -> None:
     """Process body. ``deliveries``: a shared ``multiprocessing.Value`` counting deliveries
     over the whole run (the delivery number of ``faults.crashes``); ``stop``: a
@@ -72,13 +68,14 @@ def run_worker(cfg: WorkerConfig, deliveries, stop) -> None:
 
     scenario = parse(cfg.scenario, "live scenario")
     journal = Journal(Path(cfg.journal), cfg.t0, cfg.time_scale)
-    state = {"delivery": None, "in_tx": False}
+    state = {"delivery": None}
+    session = None
 
     def die(phase: str) -> None:
         d = state["delivery"]
         fields = _fields(d) if d is not None else {}
         journal.record("crashed", cfg.name, detail=phase, **fields)
-        if state["in_tx"] and d is not None:
+        if session is not None and session.in_transaction and d is not None:
             journal.record("tx_rolled_back", cfg.name, detail="crash", **fields, deadline=d.body["deadline_s"])
         os.kill(os.getpid(), signal.SIGKILL)
 
@@ -92,8 +89,8 @@ def run_worker(cfg: WorkerConfig, deliveries, stop) -> None:
     processor = load_processor(cfg.processor_ref, "processor")
     db = SqliteDatabase(cfg.db_path, DbOptions(*cfg.db_options))
     session = db.session()
-    w = Worker(cfg, scenario, journal, processor, session, None, FaultPlan(scenario.faults),
-               stream(scenario.seed, f"{cfg.name}#{cfg.incarnation}"), state, die)
+    w = LivePort(cfg, scenario, journal, processor, session, FaultPlan(scenario.faults),
+                 stream(scenario.seed, f"{cfg.name}#{cfg.incarnation}"), state, die)
     lost = cfg.transport.lost_connection
     while not stop.is_set():
         if w.consumer is None:
@@ -140,14 +137,37 @@ def _fields(d) -> dict:
             "cleanup_version": d.body["cleanup_version"], "receive_count": d.receive_count}
 
 
-class Worker:
-    """The attempt logic of one worker process (see the module docstring)."""
+@dataclass(frozen=True, slots=True)
+class LiveDelivery:
+    """A broker's delivery as the attempt sees it: the job from its body, its deadline
+    (virtual s), receive count and number over the run; ``raw`` the transport's own."""
 
-    def __init__(self, cfg, scenario, journal, processor, session, consumer, plan, rng, state, die) -> None:
-        self.cfg, self.sc, self.j, self.processor = cfg, scenario, journal, processor
-        self.session, self.consumer, self.plan, self.rng = session, consumer, plan, rng
-        self.state, self.die = state, die
+    message_id: str
+    job: CleanupJob
+    deadline_s: float
+    receive_count: int
+    number: int
+    raw: object
+
+
+class LivePort:
+    """A live worker process's side of the attempt (``acksim.world.attempt.WorkerPort``):
+    waits are wall-clock sleeps of the virtual seconds times the time scale (a store call
+    takes what it takes: no drawn latency); acks and nacks go to the broker, a lost
+    connection recorded "ack_failed"; a crash is ``die`` (SIGKILL); records go to the
+    worker's journal."""
+
+    current = None
+
+    def __init__(self, cfg, scenario, journal, processor, session, plan, rng, state, die) -> None:
+        self.cfg, self.sc, self.j = cfg, scenario, journal
+        self.session, self.plan, self.rng, self.state, self.die = session, plan, rng, state, die
+        self.consumer = None
         self.name = cfg.name
+        self.processor = (processor, None)
+        self.workers, self.queue_config, self.record = scenario.workers, scenario.queue, journal.record
+        self.step_budget_s, self.clock, self.now = scenario.run.step_budget_s, None, None
+        self.poison_accounts = frozenset(scenario.faults.poison_accounts)
 
     def wall(self, virtual_s: float) -> float:
         return virtual_s * self.cfg.time_scale
@@ -159,20 +179,53 @@ class Worker:
             self.consumer.close()
             self.consumer = None
 
-    def work(self) -> None:
-        """The job's own work: ``workers.service_time_mean_s`` virtual seconds (constant or an
-        exponential draw, as the simulation's), slept on the wall clock (scaled)."""
-        cfg = self.sc.workers
-        if cfg.service_time_mean_s > 0:
-            mean = cfg.service_time_mean_s
-            took = mean if cfg.service_time_distribution == "constant" else self.rng.expovariate(1.0 / mean)
-            time.sleep(self.wall(took))
+    def sleep(self, seconds: float):
+        time.sleep(self.wall(seconds))
+        return ()
 
-    def rec(self, kind: str, d, at: float | None = None, **extra) -> None:
-        self.j.record(kind, self.name, at=at, **_fields(d), deadline=d.body["deadline_s"], **extra)
+    def work(self, seconds: float, where: str):
+        time.sleep(self.wall(seconds))
+        return ()
+
+    def before_call(self, delivery, call):
+        return ()
+
+    def before_commit(self):
+        return ()
+
+    def backoff(self, seconds: float):
+        time.sleep(max(self.wall(seconds), MIN_BACKOFF_WALL_S))
+        return ()
+
+    def ack_latency(self):
+        return ()
+
+    @contextmanager
+    def commit_scope(self):
+        """A commit and its records are one step for a SIGTERM; they are stamped with the
+        wall time before the commit (the write lock is held: commit order is time order)."""
+        with _deployment_held():
+            yield partial(self.j.record, at=time.monotonic())
+
+    def lease_held(self, delivery) -> bool:
+        return True
+
+    def processor_failed(self, delivery, error: BaseException) -> None:
+        pass
+
+    def hung(self, delivery, error: BaseException) -> None:
+        self.die("hung")
+
+    def wrote(self, delivery, writes, record) -> None:
+        epoch = self.sc.epoch
+        record_writes(record, self.name, delivery, writes, lambda account_id, version: None,
+                      lambda dt: (dt - epoch).total_seconds(), lambda: None)
+
+    def rec(self, kind: str, d, **extra) -> None:
+        self.j.record(kind, self.name, **_fields(d), deadline=d.body["deadline_s"], **extra)
 
     def handle(self, d, number: int) -> None:
-        """One delivery, as ``acksim.world.worker._handle``."""
+        """One delivery ``d`` of the transport, the ``number``-th of the run."""
         self.state["delivery"] = d
         if d.claimed:  # taken from a consumer that went quiet: the claim ended its lease
             self.j.record("visibility_expired", self.name, **{**_fields(d), "receive_count": d.receive_count - 1},
@@ -182,101 +235,17 @@ class Worker:
             self.state["delivery"] = None
             return
         self.rec("delivered", d)
-        cfg = self.sc.workers
-        if cfg.ack_policy == "before_processing":
-            self.ack(d, number)
-        self.attempts(d, number)
+        body = d.body
+        job = CleanupJob(body["account_id"], body["cleanup_version"], self.sc.epoch + timedelta(seconds=body["deadline_s"]))
+        try:
+            for _ in cleanup_attempt(self, LiveDelivery(d.message_id, job, body["deadline_s"], d.receive_count, number, d)):
+                pass  # the live port's waits are sleeps: nothing is ever yielded
+        except WorkerCrash as crash:
+            self.die(crash.phase)
         self.state["delivery"] = None
 
-    def attempts(self, d, number: int) -> None:
-        from acksim.world.interleave import Attempt, Finished, ProcessorHung, Sleep
-
-        cfg, plan, s = self.sc.workers, self.plan, self.session
-        unit_of_work = cfg.transaction_scope == "unit_of_work"
-        job = CleanupJob(d.body["account_id"], d.body["cleanup_version"],
-                         self.sc.epoch + timedelta(seconds=d.body["deadline_s"]))
-        if d.body["account_id"] in self.sc.faults.poison_accounts:
-            self.die("poison")
-        worked = cfg.service_time_at == "start"
-        if worked:  # the job's own work, outside the unit of work
-            self.work()
-        for attempt_no in range(cfg.conflict_retries + 1):
-            if unit_of_work:
-                s.begin()
-                self.state["in_tx"] = True
-            attempt = Attempt(self.processor, job, {"accounts": s.accounts, "cleanup_store": s.cleanup_store,
-                                                    "outbox": s.outbox}, self.sc.run.step_budget_s)
-            self.rec("attempt_started", d, detail=str(attempt_no))
-            error = None
-            try:
-                step = attempt.step()
-                while not isinstance(step, Finished):
-                    if isinstance(step, Sleep):
-                        time.sleep(self.wall(step.seconds))
-                    elif step.when == "before":
-                        if not worked and cfg.service_time_at == "first_write" and step.method in WRITE_METHODS:
-                            worked = True
-                            self.work()
-                        if plan.crash(self.rng, number, "before_call", step.index):
-                            self.die("before_call")
-                    else:
-                        if not unit_of_work:
-                            self.writes(d, s.take_autocommitted())
-                        if plan.crash(self.rng, number, "after_call", step.index):
-                            self.die("after_call")
-                        if not worked and cfg.service_time_at == "after_call" and step.index == cfg.service_time_call:
-                            worked = True  # the work sits after this call (a side effect, then the work)
-                            self.work()
-                    step = attempt.step()
-                error = step.error
-                if isinstance(error, ProcessorHung):
-                    raise error
-                if error is None and unit_of_work:
-                    with _deployment_held():  # a commit and its records are one step for a SIGTERM
-                        at = time.monotonic()  # the write lock is held (if it wrote): commit order = time order
-                        writes = s.commit()
-                        self.state["in_tx"] = False
-                        self.rec("tx_committed", d, at=at, detail=str(len(writes)))
-                        self.writes(d, writes, at)
-            except ConflictError as exc:
-                error = exc
-            except ProcessorHung as exc:
-                self.rec("processor_error", d, detail=f"hung: {exc}")
-                self.die("hung")
-            if error is None:
-                break
-            if s.in_transaction:
-                s.rollback()
-            self.state["in_tx"] = False
-            if isinstance(error, ConflictError):
-                self.rec("tx_rolled_back", d, detail=f"conflict:{type(error).__name__}")
-                if attempt_no < cfg.conflict_retries:
-                    pause = self.rng.uniform(0.0, cfg.conflict_backoff_s * 2 ** attempt_no)
-                    time.sleep(max(self.wall(pause), MIN_BACKOFF_WALL_S))
-                    continue
-            else:
-                summary = f"{type(error).__name__}: {error}".splitlines()[0][:300]
-                self.rec("processor_error", d, detail=summary)
-                if unit_of_work:
-                    self.rec("tx_rolled_back", d, detail="processor_error")
-            if cfg.ack_policy == "after_commit":
-                q = self.sc.queue
-                backoff = min(q.nack_backoff_base_s * 2 ** max(d.receive_count - 1, 0), q.nack_backoff_max_s)
-                try:
-                    self.consumer.nack(d, self.wall(backoff))
-                except Exception as exc:  # noqa: BLE001 - only a lost broker is survived
-                    self.broker_lost(exc, d, "nack")
-                    return
-                self.rec("nacked", d, visible_at=self.j.now() + backoff)
-            return
-        if cfg.ack_policy == "after_commit":
-            if plan.crash(self.rng, number, "after_commit"):
-                self.die("after_commit")
-            self.ack(d, number)
-
-    def ack(self, d, number: int) -> None:
-        if self.plan.crash(self.rng, number, "during_ack"):
-            self.die("during_ack")
+    def ack(self, delivery) -> None:
+        d = delivery.raw
         with _deployment_held():  # an ack the broker took is recorded before a SIGTERM can end us
             try:
                 acked = self.consumer.ack(d)
@@ -284,8 +253,17 @@ class Worker:
                 self.broker_lost(exc, d, "ack")
             else:
                 self.rec("acked" if acked else "ack_stale", d)
-            if self.sc.workers.ack_policy == "after_commit":
+            if self.workers.ack_policy == "after_commit":
                 self.state["delivery"] = None  # a deployment from here on holds nothing
+
+    def nack(self, delivery, delay_s: float) -> None:
+        d = delivery.raw
+        try:
+            self.consumer.nack(d, self.wall(delay_s))
+        except Exception as exc:  # noqa: BLE001 - only a lost broker is survived
+            self.broker_lost(exc, d, "nack")
+            return
+        self.rec("nacked", d, visible_at=self.j.now() + delay_s)
 
     def broker_lost(self, exc: BaseException, d, what: str) -> None:
         """An ack or nack (``what``) of ``d`` failed: on a lost broker connection record
@@ -295,21 +273,3 @@ class Worker:
             raise exc
         self.rec("ack_failed", d, detail=f"{what}:broker_down")
         self.drop_consumer()
-
-    def writes(self, d, writes, at: float | None = None) -> None:
-        """Record what SQLite committed (ground truth), as ``acksim.world.worker._record_writes``."""
-        for w in writes:
-            if w.kind in ("cleanup_applied", "outbox_added"):
-                self.j.record(w.kind, self.name, at=at, message_id=d.message_id, account_id=w.account_id,
-                              cleanup_version=w.cleanup_version, receive_count=d.receive_count,
-                              deadline=d.body["deadline_s"], detail=w.event_key or "")
-            elif w.kind == "account_put" and w.account is not None:
-                a = w.account
-                self.j.record("account_updated", self.name, at=at, message_id=d.message_id,
-                              account_id=a.account_id, cleanup_version=a.cleanup_version,
-                              receive_count=d.receive_count,
-                              deadline=(a.deadline - self.sc.epoch).total_seconds(),
-                              detail="renewed" if a.renewed else "")
-            elif w.kind == "account_deleted":
-                self.j.record("account_deleted", self.name, at=at, message_id=d.message_id,
-                              account_id=w.account_id, receive_count=d.receive_count)

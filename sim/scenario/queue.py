@@ -119,6 +119,12 @@ class Queue(_Section):
     heartbeat_ttl_s: float = Field(60.0, ge=0.0, le=DAY)
     tombstones: bool = False
 
+
+    def nack_backoff(self, receive_count: int) -> float:
+        """Nack delay (virtual s) for a message received ``receive_count`` times: bounded
+        exponential, ``nack_backoff_base_s * 2 ** (receive_count - 1)``, at most
+        ``nack_backoff_max_s``. The simulated queue's and the live workers' alike."""
+        return min(self.nack_backoff_base_s * 2 ** max(receive_count - 1, 0), self.nack_backoff_max_s)
     @model_validator(mode="after")
     def _backoff_ordered(self) -> "Queue":
         if self.nack_backoff_max_s < self.nack_backoff_base_s:

@@ -160,7 +160,8 @@ class World:
         if workload is None:
             workload = plan_workload(scenario.workload, stream(seed, "workload"))
         self.initial_deadlines, ops = workload
-        self.renewals = Renewals(self, ops)
+        self.renewals = Renewals(self.env, self.db.session(), self.history.record, self.scheduler.schedule,
+                                 scenario.workload, scenario.epoch, ops)
         self.relay = OutboxRelay(self, stream(seed, "outbox-relay"))
         self.workers: list[simpy.Process] = []
         self.step_budget_s = scenario.run.step_budget_s

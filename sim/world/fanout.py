@@ -19,9 +19,10 @@ queue's own records (the queue knows a message by (account_id, cleanup_version))
 
 It runs on the cleanup world's parts: the queue (``acksim.world.core.scenario_queue``), the
 seeded streams (``stream``), the fault plan, store latencies, rolling deployments, kills and
-the down time of a crashed worker (``acksim.world.faults``), the worker's crash signal and
-phases (``acksim.world.worker``) and the attempt interleaving. Its own are the endpoint, the
-delivery-record ledger and the worker's attempt (a decision to ack, nack or dead-letter).
+the down time of a crashed worker (``acksim.world.faults``), and the worker's attempt
+(``acksim.world.attempt.decision_attempt``: the crash phases, the interleaving, and a
+decision to ack, nack or dead-letter). Its own are the endpoint, the delivery-record ledger
+and the worker's port.
 Its invariants and summary are in ``acksim.judges.fanout``.
 """
 
@@ -34,7 +35,6 @@ from pathlib import Path
 
 import simpy
 
-from acksim.model.errors import ConflictError
 from acksim.model.job import CleanupJob
 from acksim.model.shipment import Decision, DeliveryTask, ShipmentUpdate, fan_out, update_complete
 from acksim.model.shipment_store import SqliteDeliveryRecords, connect
@@ -42,13 +42,13 @@ from acksim.history import History
 from acksim.scenario import Scenario
 from acksim.world.budget import run_guarded, stop_reason
 from acksim.world.cost import refuse_if_too_costly
-from acksim.world.core import FinalState, Outcome, error_line, scenario_queue, stream
+from acksim.world.core import FinalState, Outcome, scenario_queue, stream
 from acksim.world.faults import FaultPlan, fault_injector, killer, stay_down, store_latency
-from acksim.world.interleave import Attempt, Finished, ProcessorHung, Sleep
+from acksim.world.attempt import WHOLE_WORKER_PHASES, WorkerCrash, decision_attempt
+from acksim.world.interleave import Attempt
 from acksim.world.code import CodeUnderTest
 from acksim.world.vclock import VirtualClock
 from acksim.world.queue import body_bytes
-from acksim.world.worker import WHOLE_WORKER_PHASES, WorkerCrash
 
 FANOUT_PARAMS = ("task", "records", "endpoint")
 
@@ -105,6 +105,46 @@ class _Recording:
         self.written.append((key, update_id, subscriber))
 
 
+class FanoutPort:
+    """A fan-out worker's side of the attempt (``acksim.world.attempt.WorkerPort``): every
+    wait is a SimPy timeout (a store call's latency, the endpoint's for an HTTP call), after
+    which the endpoint sees this worker calling; acks, nacks and dead letters go to the
+    world's queue. ``session`` is the worker's delivery-record store."""
+
+    def __init__(self, world: "FanoutWorld", name: str, rng: random.Random, records, processor: tuple) -> None:
+        sc = world.scenario
+        self.world, self.env, self.queue = world, world.env, world.queue
+        self.name, self.rng, self.session, self.processor = name, rng, records, processor
+        self.workers, self.queue_config, self.plan = sc.workers, world.queue.config, world.fault_plan
+        self.record, self.step_budget_s = world.history.record, sc.run.step_budget_s
+        self.clock, self.now = world.clock, lambda: world.env.now
+        self.current: Attempt | None = None
+
+    def sleep(self, seconds: float):
+        yield self.env.timeout(seconds)
+        self.world.actor = self.name  # who the endpoint sees calling, if the next step sends
+
+    def before_call(self, delivery, call):
+        sc = self.world.scenario
+        if call.store == "endpoint":
+            yield self.env.timeout(sc.fanout.endpoint_latency_s)
+        else:
+            yield self.env.timeout(store_latency(sc, self.env.now, self.rng))
+        self.world.actor = self.name
+
+    def ack_latency(self):
+        yield self.env.timeout(self.queue_config.ack_latency_s)
+
+    def ack(self, delivery) -> None:
+        self.queue.ack(delivery, self.name)
+
+    def nack(self, delivery, delay_s: float) -> None:
+        self.queue.nack(delivery, self.name, delay_s)
+
+    def dead_letter(self, delivery, reason: str) -> None:
+        self.queue.dead_letter(delivery, self.name, reason)
+
+
 class FanoutWorld:
     """One run of the fan-out design: ``FanoutWorld(scenario).run()`` -> ``Outcome`` (the
     final state's ``markers`` are the committed delivery records as (key, 1)). ``processor``
@@ -137,7 +177,6 @@ class FanoutWorld:
         self.busy: set[str] = set()
         self.workers: list[simpy.Process] = []
         self.actor = "publisher"
-        self._current: dict[str, Attempt | None] = {}  # worker -> its running attempt
         self.published_all = False
         self._records = SqliteDeliveryRecords(self._connect())  # the join's own read connection
 
@@ -170,103 +209,45 @@ class FanoutWorld:
 
     def _worker(self, name: str, rng: random.Random):
         env, queue = self.env, self.queue
-        records = SqliteDeliveryRecords(self._connect())
-        code = self.code.start()  # this worker process's copy of the code under test
+        port = FanoutPort(self, name, rng, SqliteDeliveryRecords(self._connect()), self.code.start())
         while True:
             receiving = queue.receive(name)
             delivery = None
             try:
                 delivery = yield receiving
                 self.busy.add(name)
-                yield from self._handle(name, rng, records, delivery, code)
+                yield from self._handle(port, delivery)
                 self.busy.discard(name)
             except (WorkerCrash, simpy.Interrupt) as exc:
                 phase, down = exc.cause if isinstance(exc, simpy.Interrupt) else (exc.phase, exc.down_s)
                 if not receiving.triggered:
                     queue.cancel(receiving)
-                if self._current.get(name) is not None:
-                    self._current[name].abandon()
-                self._current[name] = None
-                if records.in_transaction:
-                    records.rollback()
+                if port.current is not None:
+                    port.current.abandon()
+                port.current = None
+                if port.session.in_transaction:
+                    port.session.rollback()
                 self.history.record("crashed", name, message_id=delivery.message_id if delivery else None,
                                     account_id=delivery.job.account_id if delivery else None, detail=phase)
                 self.busy.discard(name)
                 executing = delivery.message_id if delivery is not None and phase not in WHOLE_WORKER_PHASES else None
                 queue.consumer_lost(name, executing)
                 yield from stay_down(env, self.history, name, down)
-                code = self.code.start()  # a new process
+                port.processor = self.code.start()  # a new process
 
-    def _handle(self, name, rng, records, delivery, code):
-        env, queue, cfg = self.env, self.queue, self.scenario.fanout
-        restart = self.scenario.workers.restart_delay_s
+    def _handle(self, port: "FanoutPort", delivery):
+        """One delivery: the task's processor run with the backoff settings and this
+        delivery's receive count, as ``acksim.world.attempt.decision_attempt``."""
+        cfg, rc = self.scenario.fanout, delivery.receive_count
         task = self.tasks[delivery.job.account_id]
-        recording = _Recording(records)
-        records.begin()
-        rc = delivery.receive_count
-        processor, image = code
+        recording = _Recording(port.session)
+        processor = port.processor[0]
 
         def run(t, r, e):
             return processor(t, r, e, attempt=rc, base_s=cfg.backoff_base_s, max_s=cfg.backoff_max_s)
-        attempt = Attempt(run, task, {"records": recording, "endpoint": self.endpoint},
-                          self.scenario.run.step_budget_s, image=image, clock=self.clock,
-                          now=lambda: self.env.now)
-        self._current[name] = attempt
-        self.history.record("attempt_started", name, message_id=delivery.message_id,
-                            account_id=task.key, receive_count=rc)
-        self.actor = name
-        step = attempt.step()
-        while not isinstance(step, Finished):
-            if isinstance(step, Sleep):
-                yield env.timeout(step.seconds)
-            elif step.when == "before":
-                if step.store == "endpoint":
-                    yield env.timeout(cfg.endpoint_latency_s)
-                else:
-                    yield env.timeout(store_latency(self.scenario, env.now, rng))
-                if self.fault_plan.crash(rng, delivery.number, "before_call", step.index):
-                    raise WorkerCrash("before_call", restart)
-            elif self.fault_plan.crash(rng, delivery.number, "after_call", step.index):
-                raise WorkerCrash("after_call", restart)
-            self.actor = name  # who the endpoint sees calling, if this step sends
-            step = attempt.step()
-        self._current[name] = None
-        error, decision = step.error, step.value
-        if isinstance(error, ProcessorHung):
-            raise error
-        if error is None and not isinstance(decision, Decision):
-            error = TypeError(f"the processor returned {decision!r}, not a acksim.model.shipment.Decision")
-        if error is not None and not isinstance(error, ConflictError):
-            self.history.record("processor_error", name, message_id=delivery.message_id, account_id=task.key,
-                                receive_count=rc, detail=error_line(error))
-        try:
-            if error is None and decision is not None and decision.action == "done":
-                records.commit()
-            else:
-                records.rollback()
-        except ConflictError as exc:  # a concurrent delivery of the same task committed first
-            error = exc
-            if records.in_transaction:
-                records.rollback()
-        if error is not None:
-            self.history.record("tx_rolled_back", name, message_id=delivery.message_id, account_id=task.key,
-                                receive_count=rc, detail=error_line(error, 200))
-            queue.nack(delivery, name, queue.backoff(rc))
-            return
-        for key, update_id, subscriber in recording.written if decision.action == "done" else ():
-            self.history.record("delivery_recorded", name, message_id=delivery.message_id, account_id=subscriber,
-                                receive_count=rc, detail=f"{update_id} {key}")
-        yield env.timeout(queue.config.ack_latency_s)
-        if decision.action == "retry":
-            queue.nack(delivery, name, decision.delay_s)
-        elif decision.action == "dead_letter":
-            queue.dead_letter(delivery, name, "rejected")
-        else:
-            if self.fault_plan.crash(rng, delivery.number, "after_commit"):
-                raise WorkerCrash("after_commit", restart)
-            if self.fault_plan.crash(rng, delivery.number, "during_ack"):
-                raise WorkerCrash("during_ack", restart)
-            queue.ack(delivery, name)
+        self.actor = port.name
+        yield from decision_attempt(port, delivery, run, task, {"records": recording, "endpoint": self.endpoint},
+                                    Decision, recording.written)
 
     # --- running ---------------------------------------------------------------------------
     def run(self) -> Outcome:

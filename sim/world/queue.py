@@ -222,9 +222,8 @@ class Queue:
                 and msg.lease_until > self.env.now)
 
     def backoff(self, receive_count: int) -> float:
-        """Nack delay for a message received ``receive_count`` times: bounded exponential."""
-        cfg = self.config
-        return min(cfg.nack_backoff_base_s * 2 ** max(receive_count - 1, 0), cfg.nack_backoff_max_s)
+        """Nack delay for a message received ``receive_count`` times (``[queue].nack_backoff``)."""
+        return self.config.nack_backoff(receive_count)
 
     # --- operator --------------------------------------------------------------------------
     def redrive(self, actor: str = "operator") -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 
 from acksim.model.errors import ConflictError
 from acksim.model.job import Account
@@ -81,32 +82,48 @@ def plan_workload(w: Workload, rng: random.Random) -> tuple[dict[str, float], li
 
 class Renewals:
     """The lifecycle actor. ``pending`` counts steps not yet committed (planned, delayed
-    roll-overs, retries); the world is idle only when it is 0."""
+    roll-overs, retries); the world is idle only when it is 0.
 
-    def __init__(self, world, ops: list[LifecycleOp]) -> None:
-        self.world = world
+    Its ports: ``env`` (``now``, ``timeout(delay)``, ``process(generator)``: a SimPy
+    environment, or the live mode's wall clock), ``session`` (its own unit of work on the
+    stores), ``record`` (``History.record``'s signature), ``schedule(account id, cleanup
+    version, deadline s)`` (arms a deadline with the scheduler), ``workload`` (the term and
+    roll-over delay, virtual s) and ``epoch`` (the aware datetime of virtual time 0).
+    """
+
+    def __init__(self, env, session, record, schedule, workload: Workload, epoch: datetime,
+                 ops: list[LifecycleOp]) -> None:
+        self.env, self.session, self.record, self.schedule = env, session, record, schedule
+        self.workload, self.epoch = workload, epoch
         self.ops = ops
-        self.session = world.db.session()
         self.pending = len(ops)
+
+    def to_datetime(self, t: float) -> datetime:
+        """Virtual seconds → aware UTC datetime (microsecond precision)."""
+        return self.epoch + timedelta(seconds=t)
+
+    def to_virtual(self, dt: datetime) -> float:
+        """Aware datetime → virtual seconds."""
+        return (dt - self.epoch).total_seconds()
 
     def create_accounts(self, deadlines: dict[str, float]) -> None:
         """Create every account at time 0 in one transaction and arm its first deadline."""
-        world, s = self.world, self.session
+        s = self.session
         s.begin()
         for aid, d in deadlines.items():
-            s.accounts.put(Account(aid, 1, False, world.to_datetime(d)))
+            s.accounts.put(Account(aid, 1, False, self.to_datetime(d)))
         self._record(s.commit(), "account_created")
 
     def run(self):
         """SimPy process: perform the planned steps at their times."""
-        env = self.world.env
+        env = self.env
         for op in self.ops:
             if op.at_s > env.now:
                 yield env.timeout(op.at_s - env.now)
             env.process(self._perform(op))
 
     def _later(self, op: LifecycleOp):
-        yield self.world.env.timeout(max(op.at_s - self.world.env.now, 0.0))
+        yield self.env.timeout(max(op.at_s - self.env.now, 0.0))
         yield from self._perform(op)
 
     def _perform(self, op: LifecycleOp):
@@ -119,7 +136,7 @@ class Renewals:
                 writes = s.commit()
             except ConflictError:
                 s.rollback()
-                yield self.world.env.timeout(backoff)
+                yield self.env.timeout(backoff)
                 backoff = min(backoff * 2, 1.0)
                 continue
             break
@@ -127,49 +144,49 @@ class Renewals:
             self._record(writes, kind)
         if follow_up is not None:
             self.pending += 1
-            self.world.env.process(self._later(follow_up))
+            self.env.process(self._later(follow_up))
         self.pending -= 1
 
     def _decide(self, op: LifecycleOp) -> tuple[str | None, LifecycleOp | None]:
         """Read, decide and write inside the open transaction; returns the record kind (None
         when nothing changed) and a follow-up step."""
-        world, s = self.world, self.session
+        s = self.session
         acc = s.accounts.get(op.account_id)
         if op.kind == "delete":
             return ("account_deleted" if s.accounts.delete(op.account_id) else None), None
         if acc is None:
             return None, None
-        now = world.env.now
-        term = world.scenario.workload.term_s
+        now = self.env.now
+        term = self.workload.term_s
         cleaned = s.cleanup_store.was_applied(acc.account_id, acc.cleanup_version)
         if op.kind in ("renew", "resubscribe") and cleaned:
             s.accounts.put(self._next_term(acc, now + term))
             return "resubscribed", None
         if op.kind == "renew" and not acc.renewed:
             s.accounts.put(replace(acc, renewed=True))
-            at = max(world.to_virtual(acc.deadline), now) + world.scenario.workload.rollover_delay_s
+            at = max(self.to_virtual(acc.deadline), now) + self.workload.rollover_delay_s
             return "renewed", LifecycleOp(at, "rollover", acc.account_id, version=acc.cleanup_version)
         if op.kind == "rollover" and acc.renewed and acc.cleanup_version == op.version:
-            s.accounts.put(self._next_term(acc, world.to_virtual(acc.deadline) + term))
+            s.accounts.put(self._next_term(acc, self.to_virtual(acc.deadline) + term))
             return "term_rolled_over", None
         if op.kind == "extend" and not acc.renewed and not cleaned:
-            s.accounts.put(self._next_term(acc, world.to_virtual(acc.deadline) + op.amount_s))
+            s.accounts.put(self._next_term(acc, self.to_virtual(acc.deadline) + op.amount_s))
             return "extended", None
         return None, None
 
     def _next_term(self, acc: Account, deadline_s: float) -> Account:
-        return Account(acc.account_id, acc.cleanup_version + 1, False, self.world.to_datetime(deadline_s))
+        return Account(acc.account_id, acc.cleanup_version + 1, False, self.to_datetime(deadline_s))
 
     def _record(self, writes, kind: str) -> None:
         """Record committed account writes (ground truth) and arm the new deadlines."""
-        world = self.world
+        record = self.record
         for w in writes:
             if w.kind == "account_deleted":
-                world.history.record("account_deleted", "renewals", account_id=w.account_id)
+                record("account_deleted", "renewals", account_id=w.account_id)
             elif w.kind == "account_put" and w.account is not None:
                 a = w.account
-                d = world.to_virtual(a.deadline)
-                world.history.record(kind, "renewals", account_id=a.account_id, cleanup_version=a.cleanup_version,
-                                     deadline=d, detail="renewed" if a.renewed else "")
+                d = self.to_virtual(a.deadline)
+                record(kind, "renewals", account_id=a.account_id, cleanup_version=a.cleanup_version,
+                       deadline=d, detail="renewed" if a.renewed else "")
                 if kind != "renewed":
-                    world.scheduler.schedule(a.account_id, a.cleanup_version, d)
+                    self.schedule(a.account_id, a.cleanup_version, d)
