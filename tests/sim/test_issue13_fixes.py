@@ -37,7 +37,7 @@ def test_a_second_outbox_row_of_one_key_is_sent_on_its_own_not_marked_with_the_f
     # at 162. Marking "sent" by key used to mark row 2 too, and it was never sent.
     from acksim.model.candidates import naive
     from acksim.scenario import parse
-    from tinyworld import tiny_dict
+    from helpers.tinyworld import tiny_dict
 
     def scenario(idempotent):
         return parse(tiny_dict(workers={"transaction_scope": "autocommit"},

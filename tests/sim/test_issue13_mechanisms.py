@@ -2,7 +2,7 @@
 times: the quorum queue's delivery limit, ack by message id, recovery sweeps of a dead
 consumer's deliveries, tombstones of trimmed entries, record-then-publish."""
 
-from test_queue import JOB, consumer, make, trace
+from helpers.queues import JOB, consumer, make, trace
 
 
 def publish(q, n=1, delay=0.0):
