@@ -413,7 +413,7 @@ class SqsTransport(Transport):
         self._client, self._dead = None, set()
 
     def client(self):
-        from acksim.live.brokers import sqs_client
+        from acksim.live.brokers.sqs import sqs_client
 
         return sqs_client(self.endpoint_url)
 

@@ -49,7 +49,7 @@ def test_pause_holds_a_process_and_resume_lets_it_go_on():
 @pytest.mark.timeout(60)
 def test_redis_restart_keeps_the_pending_entry_with_an_append_only_file(need):
     need("redis")
-    from acksim.live.brokers import redis_server
+    from acksim.live.brokers.redis import redis_server
     from acksim.live.transports import RedisTransport, encode
 
     with redis_server(appendonly=True, appendfsync="always") as b:

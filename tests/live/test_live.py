@@ -86,11 +86,12 @@ def test_sigterm_stops_broker_and_workers(tmp_path):
 
 def test_missing_broker_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
     from acksim.live import brokers
+    from acksim.live.brokers import redis as redis_broker
 
     def missing(name, package):
         raise brokers.BrokerNotInstalled(f"{name} not found: install the Debian package: apt-get install {package}")
 
-    monkeypatch.setattr(brokers, "_need_binary", missing)
+    monkeypatch.setattr(redis_broker, "_need_binary", missing)
     out = tmp_path / "r"
     assert main(["live", SCENARIO, "--broker", "redis", "--out", str(out)]) == 2
     err = capsys.readouterr().err
