@@ -20,7 +20,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 def tiny():
     """Factory: ``tiny(**sections)`` -> a validated one-account Scenario (see ``tiny_dict``)."""
     from acksim.scenario import parse
-    from tinyworld import tiny_dict
+    from helpers.tinyworld import tiny_dict
 
     return lambda **sections: parse(tiny_dict(**sections))
 

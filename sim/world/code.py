@@ -20,8 +20,10 @@ import sys
 from typing import Callable
 
 from acksim.scenario import ScenarioError
-from acksim.world.images import Image, ImageError, is_user_module
+from acksim.world.image_loading import ImageError
+from acksim.world.images import Image
 from acksim.world.processor_ref import CLEANUP_PARAMS, canonical_ref, load_processor
+from acksim.world.user_modules import is_user_module
 from acksim.world.vclock import EARLY_BOUND
 
 

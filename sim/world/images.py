@@ -40,176 +40,24 @@ captured. Image code run while its image is not entered may import a second copy
 image was built is not hidden from that image. A ``path/to/file.py:function`` reference is
 loaded as a top-level module: a relative import inside that file fails, and its directory is
 not put on ``sys.path``, as in ``processor_ref``. Images are built and entered from one thread.
+
+Which modules are user modules is ``acksim.world.user_modules``; how an image imports them
+(processor references, the compiled-code cache, the lazy-import recorder) is
+``acksim.world.image_loading``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import importlib.machinery
-import importlib.util
 import os
-import site
 import sys
-import sysconfig
-from pathlib import Path
 from types import FunctionType, ModuleType
 from typing import Any, Callable, Iterable, Mapping
 
-# acksim itself is shared, its bundled code under test included: ``acksim.model.processor`` and
-# ``acksim.model.candidates`` hold no module state, so a copy per worker would change nothing
-DEFAULT_SHARED = ("acksim", "simpy", "greenlet", "time_machine", "hypothesis", "pytest", "_pytest",
-                  "pluggy", "__main__")
-FILE_MODULE_PREFIX = "acksim_processor_"
+from acksim.world.image_loading import ImageError, _exec_file, _LazyImportRecorder, parse_ref
+from acksim.world.user_modules import DEFAULT_SHARED, _Classifier
+
 _MISSING = object()
-_EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
-
-
-class ImageError(Exception):
-    """A processor reference that cannot be loaded: malformed, file missing, the import raised
-    (chained as ``__cause__``), or the name is absent. The message is one line."""
-
-
-def _library_dirs() -> tuple[str, ...]:
-    """Directories whose modules are never user code: the standard library and every
-    site-packages of this interpreter, its venv base and the user site (real paths, ending in
-    ``os.sep``)."""
-    dirs: set[str] = set()
-    for scheme_vars in (None, {"base": sys.base_prefix, "platbase": sys.base_exec_prefix}):
-        for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-            try:
-                dirs.add(sysconfig.get_path(key, vars=scheme_vars))
-            except KeyError:
-                pass
-    try:
-        dirs.update(site.getsitepackages())
-    except AttributeError:  # some embedded / old virtualenv site modules lack it
-        pass
-    user_site = getattr(site, "getusersitepackages", lambda: None)()
-    if user_site:
-        dirs.add(user_site)
-    return tuple(sorted({os.path.join(os.path.realpath(d), "") for d in dirs if d}))
-
-
-LIBRARY_DIRS = _library_dirs()
-_PATH_VERDICTS: dict[str, bool] = {}  # realpath work per file is done once per process
-
-
-def _is_user_path(path: str) -> bool:
-    verdict = _PATH_VERDICTS.get(path)
-    if verdict is None:
-        real = os.path.realpath(path)
-        parts = real.split(os.sep)
-        verdict = (not real.endswith(_EXTENSION_SUFFIXES)
-                   and not real.startswith(LIBRARY_DIRS)
-                   and "site-packages" not in parts and "dist-packages" not in parts)
-        _PATH_VERDICTS[path] = verdict
-    return verdict
-
-
-def _is_shared_name(name: str, shared: Iterable[str]) -> bool:
-    return any(name == s or name.startswith(s + ".") for s in shared)
-
-
-def is_user_module(name: str, module: Any, shared: Iterable[str] = DEFAULT_SHARED) -> bool:
-    """Whether ``module`` (named ``name`` in ``sys.modules``) is user code, loaded afresh per
-    image: Python source outside the standard library and site-/dist-packages, not built-in,
-    frozen or an extension, and not under a package named in ``shared``. A namespace package
-    (no ``__init__.py``) is user code when all its directories are. Never raises."""
-    if not isinstance(module, ModuleType) or _is_shared_name(name, shared):
-        return False
-    file = getattr(module, "__file__", None)
-    if isinstance(file, str):
-        return _is_user_path(file)
-    spec = getattr(module, "__spec__", None)
-    locations = getattr(spec, "submodule_search_locations", None) if spec is not None else None
-    if file is None and locations is not None and getattr(spec, "origin", None) in (None, "namespace"):
-        paths = list(locations)
-        return bool(paths) and all(_is_user_path(os.path.join(p, "")) for p in paths)
-    return False  # built-in, frozen, or made by hand without a file
-
-
-class _Classifier:
-    """``is_user_module`` for one ``shared`` list, remembered per (name, module object): a scan
-    of ``sys.modules`` then costs a dictionary look-up per module."""
-
-    _by_shared: dict[tuple[str, ...], "_Classifier"] = {}
-
-    def __init__(self, shared: tuple[str, ...]) -> None:
-        self.shared = shared
-        self._seen: dict[str, tuple[Any, bool]] = {}
-
-    @classmethod
-    def get(cls, shared: tuple[str, ...]) -> "_Classifier":
-        found = cls._by_shared.get(shared)
-        if found is None:
-            found = cls._by_shared[shared] = cls(shared)
-        return found
-
-    def __call__(self, name: str, module: Any) -> bool:
-        seen = self._seen.get(name)
-        if seen is not None and seen[0] is module:
-            return seen[1]
-        verdict = is_user_module(name, module, self.shared)
-        if isinstance(module, ModuleType) and not verdict:
-            self._seen[name] = (module, verdict)  # user modules come and go: not remembered
-        return verdict
-
-
-class _CachedSourceLoader(importlib.machinery.SourceFileLoader):
-    """The standard source loader, with each file's code object compiled once per process and
-    reused by every image (keyed by path, mtime and size, so an edited file is recompiled)."""
-
-    _code: dict[tuple[str, int, int], Any] = {}
-
-    def get_code(self, fullname: str):
-        path = self.get_filename(fullname)
-        st = os.stat(path)
-        key = (path, st.st_mtime_ns, st.st_size)
-        code = self._code.get(key)
-        if code is None:
-            code = self._code[key] = super().get_code(fullname)
-        return code
-
-
-class _CachedSourceFinder:
-    """A meta path finder placed just before ``PathFinder``: it finds what ``PathFinder``
-    finds, and gives user source files the caching loader (other files keep theirs)."""
-
-    @classmethod
-    def find_spec(cls, name: str, path: Any = None, target: Any = None):
-        spec = importlib.machinery.PathFinder.find_spec(name, path, target)
-        if (spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader
-                and spec.origin and _is_user_path(spec.origin)):
-            spec.loader = _CachedSourceLoader(spec.loader.name, spec.loader.path)
-        return spec
-
-
-class _LazyImportRecorder:
-    """A meta path finder that finds nothing: it notes the names imported while an image is
-    entered (imports that miss ``sys.modules``), so ``Image.exit`` can capture new user modules
-    without scanning ``sys.modules`` at every switch."""
-
-    active: "Image | None" = None
-
-    @classmethod
-    def find_spec(cls, name: str, path: Any = None, target: Any = None) -> None:
-        image = cls.active
-        if image is not None:
-            image._lazy_names.append(name)
-        return None
-
-    @classmethod
-    def install(cls) -> None:
-        """Put the recorder first in ``sys.meta_path`` and the caching finder just before
-        ``PathFinder`` (after finders such as pytest's assertion rewriter); idempotent."""
-        finders = sys.meta_path
-        if cls not in finders:
-            finders.insert(0, cls)
-        if _CachedSourceFinder not in finders:
-            path_finder = importlib.machinery.PathFinder
-            finders.insert(finders.index(path_finder) if path_finder in finders else len(finders),
-                           _CachedSourceFinder)
 
 
 def _rebind(module: ModuleType, rebind_ids: Mapping[int, Any]) -> int:
@@ -257,41 +105,6 @@ def _set_or_del(obj: Any, attr: str, value: Any) -> None:
         obj.__dict__.pop(attr, None)
     else:
         setattr(obj, attr, value)
-
-
-def parse_ref(ref: str) -> tuple[str, str]:
-    """Split ``package.module:function`` or ``path/to/file.py:function`` into (target, name).
-    Raises ``ImageError`` when malformed."""
-    target, sep, name = ref.rpartition(":")
-    if not sep or not target or not name.isidentifier():
-        raise ImageError(f"expected package.module:function or path/to/file.py:function, got {ref!r}")
-    return target, name
-
-
-def file_module_name(path: str | os.PathLike) -> str:
-    """The module name a ``file.py`` reference is loaded under: the same for every image of one
-    file (``acksim_processor_`` + 12 hex digits of the resolved path's SHA-256), as in
-    ``acksim.world.processor_ref``."""
-    resolved = Path(path).resolve()
-    return FILE_MODULE_PREFIX + hashlib.sha256(str(resolved).encode()).hexdigest()[:12]
-
-
-def _exec_file(target: str, forced: set[str]) -> ModuleType:
-    path = Path(target)
-    if not path.is_file():
-        raise ImageError(f"file {target!r} {'is not a file' if path.exists() else 'not found'} "
-                         f"(from {Path.cwd()})")
-    if path.suffix != ".py":
-        raise ImageError(f"file {target!r} is not a Python file (.py)")
-    name = file_module_name(path)
-    forced.add(name)  # a file reference is fresh wherever the file lives
-    resolved = str(path.resolve())
-    spec = importlib.util.spec_from_file_location(name, resolved,
-                                                  loader=_CachedSourceLoader(name, resolved))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)  # on error the caller's cleanup drops the entry
-    return module
 
 
 class Image:

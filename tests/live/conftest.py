@@ -8,7 +8,7 @@ import pytest
 @pytest.fixture
 def need():
     """``need(broker)``: skip (or, with ACKSIM_REQUIRE_LIVE=1, fail) when ``broker`` cannot run here."""
-    from test_live import need as _need
+    from helpers.live_brokers import need as _need
 
     return _need
 

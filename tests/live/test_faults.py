@@ -49,8 +49,9 @@ def test_pause_holds_a_process_and_resume_lets_it_go_on():
 @pytest.mark.timeout(60)
 def test_redis_restart_keeps_the_pending_entry_with_an_append_only_file(need):
     need("redis")
-    from acksim.live.brokers import redis_server
-    from acksim.live.transports import RedisTransport, encode
+    from acksim.live.brokers.redis import redis_server
+    from acksim.live.transports import encode
+    from acksim.live.transports.redis_streams import RedisTransport
 
     with redis_server(appendonly=True, appendfsync="always") as b:
         t = RedisTransport(b.port, visibility_s=0.2, max_receive_count=0, namespace="restart")

@@ -8,8 +8,6 @@ a skip naming what to install, or a failure with ``ACKSIM_REQUIRE_LIVE=1`` (``.c
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,35 +18,13 @@ import pytest
 
 from acksim.cli.main import main
 from acksim.live.journal import Journal, merge
+from helpers.live_brokers import need
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIO = str(ROOT / "scenarios" / "live-smoke.toml")
-NEEDS = {"redis": (["redis-server"], ["redis"]), "rabbitmq": (["rabbitmq-server", "epmd"], ["pika"]),
-         "sqs": ([], ["moto", "flask", "boto3"])}
-INSTALL = {"redis": "apt-get install redis-server && pip install 'acksim[live]'",
-           "rabbitmq": "apt-get install rabbitmq-server && pip install 'acksim[live]'",
-           "sqs": "pip install 'acksim[live]'"}
 # wall seconds per virtual second: SQS's visibility timeout is whole seconds, so its runs keep
 # the default (20 virtual s x 0.05 = 1 s exactly); the others run faster
 SCALE = {"redis": "0.02", "rabbitmq": "0.02", "sqs": "0.05"}
-
-
-def _missing(broker: str) -> list[str]:
-    import importlib.util
-
-    bins, mods = NEEDS[broker]
-    out = [b for b in bins if not (shutil.which(b) or os.access(f"/usr/sbin/{b}", os.X_OK))]
-    return out + [m for m in mods if importlib.util.find_spec(m) is None]
-
-
-def need(broker: str) -> None:
-    """Skip (or, with ACKSIM_REQUIRE_LIVE=1, fail) when ``broker`` cannot run here."""
-    missing = _missing(broker)
-    if missing:
-        msg = f"{broker} live test did not run: missing {', '.join(missing)}; install: {INSTALL[broker]}"
-        if os.environ.get("ACKSIM_REQUIRE_LIVE") == "1":
-            pytest.fail(msg)
-        pytest.skip(msg)
 
 
 def _run(tmp_path: Path, broker: str, *extra: str) -> tuple[int, dict]:
@@ -110,11 +86,12 @@ def test_sigterm_stops_broker_and_workers(tmp_path):
 
 def test_missing_broker_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
     from acksim.live import brokers
+    from acksim.live.brokers import redis as redis_broker
 
     def missing(name, package):
         raise brokers.BrokerNotInstalled(f"{name} not found: install the Debian package: apt-get install {package}")
 
-    monkeypatch.setattr(brokers, "_need_binary", missing)
+    monkeypatch.setattr(redis_broker, "_need_binary", missing)
     out = tmp_path / "r"
     assert main(["live", SCENARIO, "--broker", "redis", "--out", str(out)]) == 2
     err = capsys.readouterr().err

@@ -4,7 +4,7 @@ one scenario and seed always give the same history."""
 
 from hypothesis import given, strategies as st
 
-from tinyworld import tiny_dict
+from helpers.tinyworld import tiny_dict
 from acksim.model import process
 from acksim.history import to_csv
 from acksim.judges.invariants import check_all

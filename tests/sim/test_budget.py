@@ -10,7 +10,7 @@ import pytest
 from acksim.judges.summary import build_summary
 from acksim.scenario import ScenarioError, parse
 from acksim.world.core import World, simulate
-from tinyworld import tiny_dict
+from helpers.tinyworld import tiny_dict
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -9,7 +9,7 @@ from acksim.judges.hazards import ack_lost_to_partition_or_restart, hazards_hit,
 from acksim.judges.summary import build_summary
 from acksim.scenario import ScenarioError, parse
 from acksim.world.core import simulate
-from tinyworld import tiny_dict
+from helpers.tinyworld import tiny_dict
 
 KINDS = ("delivered", "worker_paused", "worker_resumed", "partition_started", "partition_healed", "ack_failed",
          "broker_down", "broker_restarted", "publish_deferred", "published", "visibility_expired", "crashed",

@@ -4,7 +4,7 @@ import textwrap
 
 from acksim.scenario import parse
 from acksim.world.core import World, simulate
-from tinyworld import tiny_dict
+from helpers.tinyworld import tiny_dict
 
 SEEN_PROCESSOR = textwrap.dedent('''
     from acksim.model.job import reminder_event_key

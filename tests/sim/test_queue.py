@@ -1,47 +1,13 @@
 """Queue semantics with exact virtual timestamps, one rule per test."""
 
 import json
-import random
-from datetime import datetime, timezone
 
 import pytest
-import simpy
 from hypothesis import given, settings, strategies as st
 
 from acksim.model.job import CleanupJob
-from acksim.history import History
-from acksim.world.queue import MessageTooLarge, Queue, body_bytes
-from acksim.scenario import Queue as QueueConfig
-
-JOB = CleanupJob("acct-1", 1, datetime(2026, 1, 1, tzinfo=timezone.utc))
-
-
-def make(**cfg):
-    env = simpy.Environment()
-    history = History(lambda: env.now)
-    q = Queue(env, history, QueueConfig(**cfg), random.Random(0))
-    return env, history, q
-
-
-def trace(history, *kinds):
-    wanted = kinds or None
-    return [(r.time, r.kind, r.actor, r.receive_count) for r in history.records
-            if wanted is None or r.kind in wanted]
-
-
-def consumer(env, q, name, hold_s=None, action="ack", start=0.0, times=1):
-    """Receive ``times`` deliveries; for each wait ``hold_s`` then ack/nack (None: keep it)."""
-    if start:
-        yield env.timeout(start)
-    for _ in range(times):
-        d = yield q.receive(name)
-        if hold_s is None:
-            continue
-        yield env.timeout(hold_s)
-        if action == "ack":
-            q.ack(d, name)
-        elif action == "nack":
-            q.nack(d, name, q.backoff(d.receive_count))
+from acksim.world.queue import MessageTooLarge, body_bytes
+from helpers.queues import JOB, consumer, make, trace
 
 
 def test_visibility_timeout_redelivers_an_unacked_message():

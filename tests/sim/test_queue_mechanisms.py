@@ -3,11 +3,7 @@ heartbeat leases with a cap, sweeps, consumer death and the ack timeout (RabbitM
 (Redis Streams), stalls (BullMQ), pop-on-fetch, worker-lost policies, attempt limits, drops
 and the stream length cap."""
 
-from test_queue import JOB, consumer, make, trace
-
-
-def publish(q, n=1, delay=0.0):
-    return [q.publish(JOB, 0.0, delay, "scheduler", 100) for _ in range(n)]
+from helpers.queues import consumer, make, publish, trace
 
 
 def test_heartbeat_extends_the_lease_until_the_cap_from_receipt():

@@ -10,7 +10,7 @@ from acksim.scenario import parse
 from acksim.world.core import World
 from acksim.world.vclock import real_time
 from acksim.search.check import history_digest
-from tinyworld import tiny_dict
+from helpers.tinyworld import tiny_dict
 
 TOO_EARLY = textwrap.dedent('''
     from datetime import datetime, timezone

@@ -12,9 +12,11 @@ import greenlet
 import pytest
 import simpy
 
-from acksim.world import images
+from acksim.world import image_loading, images, user_modules
 from acksim.world import vclock
-from acksim.world.images import Image, ImageError, is_user_module
+from acksim.world.image_loading import ImageError
+from acksim.world.images import Image
+from acksim.world.user_modules import is_user_module
 
 DEDUP = {
     "dedup/__init__.py": "",
@@ -211,7 +213,7 @@ def test_file_reference_is_loaded_afresh_per_image(user_code):
     })
     path = root / "scripts" / "handler.py"
     a, b = Image(f"{path}:process"), Image(f"{path}:process")
-    name = images.file_module_name(path)
+    name = image_loading.file_module_name(path)
     assert name.startswith("acksim_processor_") and a.module.__name__ == name
     assert set(a.modules) == {name}
     assert a.function("j") is True and a.function("j") is False
@@ -257,7 +259,7 @@ def test_modules_listed_as_shared_are_not_reloaded(user_code):
     })
     import team.types
     try:
-        shared = images.DEFAULT_SHARED + ("team.types",)
+        shared = user_modules.DEFAULT_SHARED + ("team.types",)
         img = Image("team.processor:process", shared=shared)
         assert "team.types" not in img.modules and "team.processor" in img.modules
         assert img.function(team.types.Job()) is True  # one Job class on both sides
