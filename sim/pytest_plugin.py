@@ -51,8 +51,9 @@ def acksim_check(request):
     lambda or a local function)."""
     from hypothesis import settings
 
-    from acksim.cli.check import render_findings, save_findings
     from acksim.search.api import check as run_search
+    from acksim.search.findings import render_findings
+    from acksim.search.replay import save_findings
     from acksim.world.processor_ref import processor_folder
 
     root = Path(request.config.rootpath)

@@ -25,7 +25,8 @@ from acksim.scenario.presets import PRESETS
 from acksim.scenario import read_data
 from acksim.report import staged
 from acksim.world.processor_ref import anchor_refs, canonical_ref
-from acksim.cli.candidates import apply_design, resolve as resolve_candidate
+from acksim.search.candidates import resolve as resolve_candidate
+from acksim.search.design import merge_design
 from acksim.report.plots._canvas import new_figure, to_png
 from acksim.judges.slo import LOWER_BOUND_FIGURES
 from acksim.judges.summary import reasons_text
@@ -55,7 +56,7 @@ def cmd_compare(args) -> int:
     data = anchor_refs(read_data(args.scenario), Path(args.scenario).parent, args.scenario)  # refs from its folder
     ref, design = resolve_candidate(getattr(args, "candidate", None), getattr(args, "processor", None))
     if ref is not None or design:
-        data = apply_design(data, design, canonical_ref(ref) if ref else None)
+        data = merge_design(data, design, canonical_ref(ref) if ref else None)
     scenarios = preset_scenarios(data, args.scenario, names, args.seed)
     out = Path(args.out) if args.out is not None else Path("reports") / f"compare-{safe_name(scenarios[0].name)}"
     check_out_dir(out)  # an earlier comparison (acksim's files only) is replaced

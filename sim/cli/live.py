@@ -44,8 +44,9 @@ def live_scenario(args):
     candidate's design options applied (stores forced to the SQLite backend). Raises
     ``ScenarioError`` / ``UsageError`` (one line naming the field)."""
     from acksim.live.run import DEFAULT_TIME_SCALE, check_live_scenario
-    from acksim.model.candidates import CANDIDATES
+    from acksim.search.candidates import candidate_design
     from acksim.search.check import base_scenario
+    from acksim.search.design import design_of
     from acksim.world.supervised import check_loads
 
     scale = DEFAULT_TIME_SCALE if args.time_scale is None else args.time_scale
@@ -57,16 +58,11 @@ def live_scenario(args):
     design: dict = {}
     ref = args.processor
     if args.candidate:
-        if args.candidate not in CANDIDATES:
-            raise UsageError(f"--candidate: unknown {args.candidate!r}; one of {', '.join(CANDIDATES)}")
-        cand = CANDIDATES[args.candidate]
-        design = {k: dict(v) for k, v in cand.design.items()}
+        ref, design = candidate_design(args.candidate)
         if design.get("stores", {}).get("isolation", "serializable") != "serializable":
             raise UsageError(f"--candidate {args.candidate}: needs read committed isolation, which SQLite "
                              "(the live store) does not offer")
-        ref = f"{cand.processor.__module__}:{cand.processor.__name__}"
-    design.setdefault("stores", {})["backend"] = "sqlite"
-    scenario = base_scenario(scenario, design)
+    scenario = base_scenario(scenario, design_of({"backend": "sqlite"}, over=design))
     check_live_scenario(scenario, args.broker)
     ref = ref or scenario.processor
     check_loads(ref, "--processor" if args.processor else "processor")  # loaded in a child, not here

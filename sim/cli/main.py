@@ -126,13 +126,14 @@ def cmd_run(args) -> int:
 
         args.scenario = str(bundled(DEFAULT_SCENARIO))
     scenario = with_overrides(load(args.scenario), seed=args.seed)  # bad input answers before heavy imports
-    from acksim.cli.candidates import apply_design, resolve as resolve_candidate
     from acksim.scenario import parse
+    from acksim.search.candidates import resolve as resolve_candidate
+    from acksim.search.design import merge_design
 
     args.processor, design = resolve_candidate(args.candidate, args.processor)
     if design:
-        scenario = parse(apply_design(scenario.model_dump(), design, None), "--candidate")
-    from acksim.cli.check import replay_lines
+        scenario = parse(merge_design(scenario.model_dump(), design), "--candidate")
+    from acksim.search.replay import replay_lines
     from acksim.judges.summary import build_summary, passed, reasons_text
     from acksim.report import write_report
     from acksim.report.junit import check_junit_path, run_suite

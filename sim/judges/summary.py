@@ -289,23 +289,26 @@ _GROUPS = (("invariant", "invariants violated"), ("slo", "SLOs missed"), ("no_sa
 PASS_TEXT = "every invariant holds and every SLO threshold is met"
 
 
-def reasons_text(summary: Mapping[str, Any]) -> str:
+def reasons_text(summary: Mapping[str, Any], pass_text: str = PASS_TEXT) -> str:
     """The reasons of ``summary`` on one line, grouped: "invariants violated: a (2); SLOs
     missed: x (31.5 s vs threshold <= 10.0 s); no sample: y (...); the processor raised 3
-    error(s) of its own"; ``PASS_TEXT`` when there are none."""
+    error(s) of its own", then the texts of reasons of any other kind (a check's findings) in
+    their order; ``pass_text`` when there are none."""
     reasons = summary["reasons"]
     parts = []
     for kind, label in _GROUPS:
         texts = [r["text"] for r in reasons if r["kind"] == kind]
         if texts:
             parts.append(f"{label}: {', '.join(texts)}" if label else "; ".join(texts))
-    return "; ".join(parts) or PASS_TEXT
+    grouped = {kind for kind, _label in _GROUPS}
+    parts += [r["text"] for r in reasons if r["kind"] not in grouped]
+    return "; ".join(parts) or pass_text
 
 
-def verdict_line(summary: Mapping[str, Any]) -> str:
-    """``"PASS: " + PASS_TEXT`` or ``"FAIL: " + reasons_text``: the verdict as every output
-    prints it."""
-    return f"{summary['verdict']}: {reasons_text(summary)}"
+def verdict_line(summary: Mapping[str, Any], pass_text: str = PASS_TEXT) -> str:
+    """``"PASS: " + pass_text`` or ``"FAIL: " + reasons_text``: the verdict as every output
+    prints it (``pass_text``: what a PASS means, ``PASS_TEXT`` for a run)."""
+    return f"{summary['verdict']}: {reasons_text(summary, pass_text)}"
 
 
 def passed(summary: Mapping[str, Any]) -> bool:

@@ -23,22 +23,15 @@ def check(processor: Callable | str, *, scenario: str | Path | None = None, max_
     replay file names it, and the base scenario. Raises ``ScenarioError`` for bad input (an
     unknown design option, a processor of the wrong shape or one no replay file could name).
     """
-    from acksim.cli.check import DESIGN_FLAGS, absolute_ref, describe
-    from acksim.scenario import ScenarioError, load
+    from acksim.scenario import load
     from acksim.search.check import base_scenario, run_check
-    from acksim.world.processor_ref import check_processor, reference_of
+    from acksim.search.design import describe, design_of
+    from acksim.world.processor_ref import canonical_ref, check_processor, reference_of
     from acksim.world.supervised import check_loads
 
-    design_keys = {key: section for _flag, section, key, _choices in DESIGN_FLAGS}  # key -> scenario table
-    unknown = set(design) - set(design_keys)
-    if unknown:
-        raise ScenarioError(f"acksim check: unknown design option(s) {sorted(unknown)}; "
-                            f"allowed: {', '.join(design_keys)}")
-    sections: dict = {}
-    for key, value in design.items():
-        sections.setdefault(design_keys[key], {})[key] = value
+    sections = design_of(design)  # raises ScenarioError for an unknown option
     if isinstance(processor, str):
-        ref, fn = absolute_ref(processor), None
+        ref, fn = canonical_ref(processor), None
         check_loads(processor)  # imported in a supervised child: its import is the code under test's
     else:
         check_processor(processor, repr(processor))

@@ -10,26 +10,26 @@ timeline and written as a replay file that ``acksim run`` reproduces record for 
 from __future__ import annotations
 
 import gc
-import hashlib
 import tempfile
 import time
 from contextlib import contextmanager, nullcontext
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
-import tomli_w
 from hypothesis import HealthCheck, Phase, given, seed as hypothesis_seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 
 from acksim.world.faults import PHASES
 from acksim.judges.hazards import HAZARDS, hazards_hit
-from acksim.history import Record, pack, to_csv, unpack
+from acksim.history import Record, pack, unpack
 from acksim.world.interleave import ProcessorHung
-from acksim.judges.invariants import INVARIANTS, check_all
+from acksim.judges.invariants import check_all
 from acksim.scenario import Scenario, parse
 from acksim.search.constants import pinned_constants
+from acksim.search.design import merge_design
+from acksim.search.findings import FINDINGS
 from acksim.search.strategies import check_scenarios
 from acksim.world.contain import Child, Died, Reply
 from acksim.world.core import World, pack_final, unpack_final
@@ -50,18 +50,13 @@ CHECK_BASE: dict = {
     "run": {"idle_check_s": 1.0, "max_time_s": 3_600.0, "max_records": 50_000, "step_budget_s": 5.0,
             "stop_on_processor_error": True},
 }
-# the processor's own misbehaviour: an error of its own, a hang, the death of its worker process
-PROCESSOR_FINDINGS = ("processor_error", "processor_hung", "processor_killed_worker")
-FINDINGS = tuple(name for name, _ in INVARIANTS) + PROCESSOR_FINDINGS
 
 
 def base_scenario(scenario: Scenario | None = None, design: dict | None = None) -> Scenario:
     """The base of a check: ``scenario`` (or ``CHECK_BASE``) with the ``design`` options
     (section -> {key: value}) applied. Raises ``ScenarioError`` for invalid options."""
-    data = scenario.model_dump(exclude_none=True) if scenario is not None else {
-        k: dict(v) if isinstance(v, dict) else v for k, v in CHECK_BASE.items()}
-    for section, values in (design or {}).items():
-        data.setdefault(section, {}).update(values)
+    data = merge_design(scenario.model_dump(exclude_none=True) if scenario is not None else CHECK_BASE,
+                        design or {})
     data.pop("expect", None)
     return parse(data, "design")
 
@@ -297,93 +292,3 @@ def _only_findings(exc: BaseException) -> None:
             _only_findings(inner)
     elif not isinstance(exc, Finding):
         raise exc
-
-
-# --- presenting a finding ----------------------------------------------------------------------
-_TIMELINE_KINDS = {
-    "published", "delivered", "crashed", "restarted", "tx_committed", "tx_rolled_back", "cleanup_applied",
-    "outbox_added", "acked", "ack_stale", "nacked", "visibility_expired", "dead_lettered", "redriven",
-    "retention_expired", "renewed", "extended", "term_rolled_over", "resubscribed", "account_deleted",
-    "account_updated", "processor_error", "reminder_sent", "deployment_started", "cron_run_skipped",
-    "publish_refused",
-    # pauses, partitions, broker restarts
-    "worker_paused", "worker_resumed", "partition_started", "partition_healed", "ack_failed", "broker_down",
-    "broker_restarted", "publish_deferred",
-}
-
-
-def timeline(history: Sequence[Record], limit: int = 80) -> list[str]:
-    """The counterexample as lines: who received what, crashes, commits, renewals, acks."""
-    lines = []
-    for r in history:
-        if r.kind not in _TIMELINE_KINDS:
-            continue
-        what = " ".join(p for p in (
-            f"msg {r.message_id}" if r.message_id is not None else "",
-            f"{r.account_id} v{r.cleanup_version}" if r.account_id and r.cleanup_version is not None
-            else (r.account_id or ""),
-            f"receive {r.receive_count}" if r.receive_count else "",
-            r.detail) if p)
-        lines.append(f"{r.time:12.4f}s  {r.actor:<14} {r.kind:<18} {what}")
-    if len(lines) > limit:
-        lines = lines[:limit] + [f"... {len(lines) - limit} more lines in the replay's events.csv"]
-    return lines
-
-
-def schedule(scenario: Scenario) -> list[str]:
-    """The example's workload and faults as constructor-like lines, for reading and pasting."""
-    out = [repr(a) for a in scenario.plan.accounts] + [repr(s) for s in scenario.plan.steps]
-    f = scenario.faults
-    out += [repr(x) for x in (*f.crashes, *f.duplicates, *f.latency_spikes, *f.deployments)]
-    out += [repr(o) for o in scenario.mail.outages]
-    out += [repr(x) for x in (*f.pauses, *f.partitions, *f.broker_restarts)]
-    if f.broker_restarts:
-        out.append(f"Queue(on_broker_restart={scenario.queue.on_broker_restart!r})")
-    if scenario.workers.execution_timeout_s:
-        out.append(f"Workers(execution_timeout_s={scenario.workers.execution_timeout_s})")
-    out += [f"SchedulerPause(start_s={a}, end_s={b})" for a, b in scenario.scheduler.paused]
-    q = scenario.queue
-    mechanisms = {k: getattr(q, k) for k in ("prefetch", "ack_by", "redelivery", "sweep_interval_s", "recovery_sweep",
-                                              "heartbeat_ttl_s", "tombstones", "max_length")
-                  if getattr(q, k) != type(q).model_fields[k].default}
-    if mechanisms:  # the drawn mechanisms away from their defaults
-        out.append("Queue(" + ", ".join(f"{k}={v!r}" for k, v in mechanisms.items()) + ")")
-    sc = scenario.scheduler
-    if sc.order != "publish_then_record" or sc.publish_crash_probability:
-        out.append(f"Scheduler(order={sc.order!r}, publish_crash_probability={sc.publish_crash_probability})")
-    out.append(f"Queue(visibility_timeout_s={q.visibility_timeout_s}, max_receive_count={q.max_receive_count}, "
-               f"redrive_at_s={list(q.redrive_at_s)}) Workers(count={scenario.workers.count}) "
-               f"Scheduler(mode={scenario.scheduler.mode!r}) seed={scenario.seed}")
-    return out
-
-
-def replay_text(scenario: Scenario, result: ExampleResult, processor_ref: str,
-                processor_path: str | None = None) -> str:
-    """A scenario file that ``acksim run`` reproduces exactly, from any folder, with what it
-    should show; ``processor_path``: the folder the processor's module imports from."""
-    data = scenario.model_dump(exclude_none=True)
-    data["processor"] = processor_ref
-    if processor_path is not None:
-        data["processor_path"] = processor_path
-    data["expect"] = {
-        "violated": [n for n, v in result.verdicts.items() if not v["holds"]],  # as `run` will judge it
-        "processor_error": any(name in PROCESSOR_FINDINGS for name in result.failures),
-        "history_sha256": history_digest(result.history),
-    }
-    header = ("# A counterexample found by `acksim check`. Reproduce it with `acksim run THIS_FILE`.\n"
-              f"# Findings: {', '.join(result.failures)}\n")
-    return header + tomli_w.dumps(_plain(data))
-
-
-def history_digest(history: Sequence[Record]) -> str:
-    """SHA-256 of the history's events file: equal digests mean the same run, record for record."""
-    return hashlib.sha256(to_csv(history).encode()).hexdigest()
-
-
-def _plain(value):
-    """Tuples to lists and dropped empty containers, for the TOML writer."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items() if v is not None and v != () and v != []}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value

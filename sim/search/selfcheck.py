@@ -26,9 +26,9 @@ _CHILD = "from acksim.search.selfcheck import child_main; child_main()"
 @dataclass(frozen=True)
 class Replayed:
     """What a fresh process saw running a replay file: ``failures`` (finding names, first
-    broken first, as ``ExampleResult.failures``), ``history_sha256`` (``history_digest``), and
-    ``error``: one line when the process itself failed (crashed, timed out, printed no result),
-    else ""."""
+    broken first, as ``ExampleResult.failures``), ``history_sha256``
+    (``acksim.search.replay.history_digest``), and ``error``: one line when the process itself
+    failed (crashed, timed out, printed no result), else ""."""
 
     failures: tuple[str, ...]
     history_sha256: str
@@ -70,7 +70,8 @@ def child_main() -> None:
     JSON line ``{"failures": [...], "history_sha256": "..."}``."""
     from acksim.interrupts import handled
     from acksim.scenario import load
-    from acksim.search.check import history_digest, run_example
+    from acksim.search.check import run_example
+    from acksim.search.replay import history_digest
 
     scenario = load(sys.argv[1])
     with handled():  # as in the search: a KeyboardInterrupt the processor raises is its own result

@@ -111,8 +111,9 @@ def test_on_a_terminal_check_shows_a_tqdm_bar_and_elsewhere_none(tmp_path, monke
 def test_each_finding_of_a_long_processor_and_design_gets_its_own_replay_file():
     # "acksim.model.candidates.naive-autocommit+no-unique-markers+..." alone passes 80 characters:
     # the cut takes from the processor and design, never from the finding name
-    from acksim.cli.check import replay_stem
-    from acksim.search.check import FINDINGS, base_scenario
+    from acksim.search.check import base_scenario
+    from acksim.search.findings import FINDINGS
+    from acksim.search.replay import replay_stem
 
     design = base_scenario(design={"workers": {"transaction_scope": "autocommit"},
                                    "stores": {"unique_markers": False, "unique_outbox_keys": False}})

@@ -5,8 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from acksim.search.check import history_digest
-from acksim.cli.check import replay_verdict
+from acksim.search.replay import history_digest, replay_verdict
 from acksim.scenario import load
 from acksim.judges.summary import build_summary
 from acksim.world.core import simulate

@@ -97,8 +97,9 @@ def test_a_difference_is_named_and_a_dead_child_is_an_error(tmp_path):
 def test_a_finding_whose_replay_differs_is_flaky_and_not_reported_as_a_counterexample():
     from dataclasses import replace
 
-    from acksim.cli.check import confirm_findings, render_flaky
     from acksim.search.check import CheckReport, run_example
+    from acksim.search.findings import render_flaky
+    from acksim.search.replay import confirm_findings
 
     corpus = Path(__file__).parent.parent / "corpus"
     scenario = load(str(corpus / "acksim.model.candidates.no_renewed_check-no_cleanup_after_renewal.toml"))

@@ -7,7 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import acksim.cli.check  # noqa: F401 - loaded once here: pytester's in-process runs cannot load numpy twice
+import acksim.search.check  # noqa: F401 - loaded once here: pytester's in-process runs cannot load numpy twice
+import acksim.search.replay  # noqa: F401
 import acksim.search.api  # noqa: F401
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from acksim.cli.candidates import candidate_of_ref, resolve
+from acksim.search.candidates import candidate_of_ref, resolve
 from acksim.cli.main import main
 from acksim.report.outdir import UsageError
 from acksim.scenarios import bundled

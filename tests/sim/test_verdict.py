@@ -162,7 +162,7 @@ def test_a_junit_path_that_is_a_folder_is_bad_input_and_nothing_runs(tmp_path, c
 
 def test_check_writes_a_case_per_finding_kind_and_hazard_window(tmp_path, capsys):
     from acksim.judges.hazards import HAZARDS
-    from acksim.search.check import FINDINGS
+    from acksim.search.findings import FINDINGS
 
     xml = tmp_path / "check.xml"
     rc = main(["check", "--candidate", "no-renewed-check", "--max-examples", "200", "--no-database",

@@ -9,7 +9,7 @@ import pytest
 from acksim.scenario import parse
 from acksim.world.core import World
 from acksim.world.vclock import real_time
-from acksim.search.check import history_digest
+from acksim.search.replay import history_digest
 from helpers.tinyworld import tiny_dict
 
 TOO_EARLY = textwrap.dedent('''

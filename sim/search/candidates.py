@@ -1,12 +1,13 @@
-"""``--candidate NAME`` of ``run``, ``check`` and ``compare``: a bundled candidate design.
+"""The bundled candidate designs, resolved by name (``--candidate NAME`` of ``run``, ``check``
+and ``compare``) or by the reference of their own function.
 
 A candidate (``acksim.model.candidates.CANDIDATES``) is a processor *and* the design options
 it runs under: ``naive`` is only naive under autocommit with no unique keys. So every command
 applies both: ``--candidate NAME`` sets the processor and merges the design options into the
-scenario's tables, and ``--processor`` naming a candidate's own function
-(``acksim.model.candidates:naive``) applies that candidate's options too, with a one-line note
-on stderr. ``acksim.model.processor:process`` is the processor of several candidates and
-applies none.
+scenario's tables (``acksim.search.design.merge_design``), and ``--processor`` naming a
+candidate's own function (``acksim.model.candidates:naive``) applies that candidate's options
+too, with a one-line note on stderr. ``acksim.model.processor:process`` is the processor of
+several candidates and applies none.
 """
 
 from __future__ import annotations
@@ -65,14 +66,3 @@ def resolve(candidate: str | None, processor: str | None) -> tuple[str | None, d
         print(f"acksim: note: --processor {processor} is the candidate {name!r}: its design options are applied "
               f"({options}); --candidate {name} says so", file=sys.stderr)
     return ref, design
-
-
-def apply_design(data: dict, design: dict, ref: str | None) -> dict:
-    """``data`` (a scenario's tables) with the ``design`` options merged in and ``processor``
-    set to ``ref`` (unless None); a copy, the input is not changed."""
-    data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
-    for section, values in design.items():
-        data.setdefault(section, {}).update(values)
-    if ref is not None:
-        data["processor"] = ref
-    return data
