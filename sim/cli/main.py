@@ -20,7 +20,8 @@ from pathlib import Path
 from importlib import import_module
 
 from acksim.interrupts import handled
-from acksim.report.outdir import OutputError, UsageError, check_out_dir, output_error, safe_name, shown_path
+from acksim.printable import shown_path
+from acksim.report.outdir import OutputError, UsageError, check_out_dir, output_error, safe_name
 from acksim.scenario.base import ScenarioError
 
 # Each command's module (and with it SimPy, Hypothesis, pandas, matplotlib) is imported only

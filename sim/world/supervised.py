@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from acksim.history import pack, unpack
+from acksim.outcome import FinalState, Outcome, pack_final, unpack_final
 from acksim.scenario import Scenario
-from acksim.world.budget import young_collections
+from acksim.collector import young_collections
 from acksim.world.contain import Child, Died
-from acksim.world.core import FinalState, Outcome, pack_final, unpack_final
 
 
 @dataclass(frozen=True)
