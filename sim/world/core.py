@@ -300,7 +300,7 @@ def simulate(scenario: Scenario, processor: Callable | str | None = None, *, con
     if contained:
         from acksim.world.supervised import run_world
 
-        return run_world(scenario, processor).outcome
+        return run_world(scenario, processor, world=World).outcome
     world = World(scenario, processor)
     try:
         return world.run()
