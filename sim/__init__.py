@@ -34,7 +34,7 @@ _API = {
     "Scenario": ("acksim.scenario", "Scenario"),
     "ScenarioError": ("acksim.scenario", "ScenarioError"),
     "World": ("acksim.world.core", "World"),
-    "Outcome": ("acksim.world.core", "Outcome"),
+    "Outcome": ("acksim.outcome", "Outcome"),
     "simulate": ("acksim.world.core", "simulate"),
     "build_summary": ("acksim.judges.summary", "build_summary"),
     "check": ("acksim.search.api", "check"),

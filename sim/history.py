@@ -178,3 +178,11 @@ def to_frame(records: Sequence[Record]):
     import pandas as pd
 
     return pd.DataFrame.from_records(list(records), columns=list(COLUMNS))  # records are tuples
+
+
+def history_digest(history) -> str:
+    """SHA-256 (hex) of the history's events file (``to_csv``): equal digests mean the same
+    run, record for record."""
+    import hashlib
+
+    return hashlib.sha256(to_csv(history).encode()).hexdigest()

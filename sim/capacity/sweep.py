@@ -78,7 +78,7 @@ def load_sweep(path: str | Path) -> tuple[SweepSpec, list[RunSpec], str]:
     line naming the field, or the grid point and its field) for bad input: a file over
     ``MAX_SWEEP_BYTES``, invalid TOML (an integer of over 4,300 digits, nesting too deep
     included), a grid of more than ``max_runs`` runs (before any is expanded)."""
-    from acksim.report.outdir import shown_path
+    from acksim.printable import shown_path
 
     p = Path(path)
     where = shown_path(p)

@@ -30,7 +30,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from acksim.report.outdir import MARKER, UsageError, check_out_dir, marker_kind, owned_files, shown_path
+from acksim.printable import shown_path
+from acksim.report.outdir import MARKER, UsageError, check_out_dir, marker_kind, owned_files
 
 LOCK = ".acksim-sweep.lock"
 KIND = "sweep"

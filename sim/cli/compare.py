@@ -20,18 +20,20 @@ from acksim.capacity.compare import (
     preset_names,
     preset_scenarios,
 )
-from acksim.report.outdir import check_out_dir, output_error, safe_name, shown_path
+from acksim.printable import shown_path
+from acksim.report.outdir import check_out_dir, output_error, safe_name
 from acksim.scenario.presets import PRESETS
 from acksim.scenario import read_data
 from acksim.report import staged
-from acksim.world.processor_ref import anchor_refs, canonical_ref
+from acksim.scenario.file_refs import anchor_refs
+from acksim.world.processor_ref import canonical_ref
 from acksim.search.candidates import resolve as resolve_candidate
 from acksim.search.design import merge_design
 from acksim.report.plots._canvas import new_figure, to_png
 from acksim.judges.slo import LOWER_BOUND_FIGURES
 from acksim.judges.summary import reasons_text
 from acksim.report.junit import Suite, check_junit_path, summary_cases, write_junit
-from acksim.report.tables import format_figure
+from acksim.judges.figure_text import format_figure
 
 
 def add_compare_parser(sub) -> None:
@@ -116,7 +118,7 @@ def side_by_side(result: dict) -> pd.DataFrame:
     """compare.md's table: one column per preset; rows "verdict" (the preset run's own), each
     invariant ("holds" or "VIOLATED (n)"), each SLO figure (its value, "no sample" without
     one, "missed" when it misses its threshold; the threshold in the row name; numbers in the
-    report's one format, ``acksim.report.tables.format_figure``) and "hazard witnesses"."""
+    report's one format, ``acksim.judges.figure_text.format_figure``) and "hazard witnesses"."""
     columns = {}
     for e in result["presets"]:
         col = {"verdict": e["verdict"]}

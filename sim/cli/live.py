@@ -128,7 +128,8 @@ def add_crosscheck_parser(sub) -> None:
 
 def cmd_crosscheck(args) -> int:
     """Run ``acksim crosscheck``; returns 0 when every schedule agrees, 1 otherwise."""
-    from acksim.live.crosscheck import fit_scale, for_broker, livable, pick, run_rows, write_crosscheck
+    from acksim.live.crosscheck import fit_scale, for_broker, livable, pick, run_rows
+    from acksim.live.crosscheck_report import write_crosscheck
     from acksim.model.candidates import CANDIDATES
     from acksim.world.supervised import check_loads
 

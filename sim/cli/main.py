@@ -20,7 +20,8 @@ from pathlib import Path
 from importlib import import_module
 
 from acksim.interrupts import handled
-from acksim.report.outdir import OutputError, UsageError, check_out_dir, output_error, safe_name, shown_path
+from acksim.printable import shown_path
+from acksim.report.outdir import OutputError, UsageError, check_out_dir, output_error, safe_name
 from acksim.scenario.base import ScenarioError
 
 # Each command's module (and with it SimPy, Hypothesis, pandas, matplotlib) is imported only
@@ -137,6 +138,7 @@ def cmd_run(args) -> int:
     from acksim.judges.summary import build_summary, passed, reasons_text
     from acksim.report import write_report
     from acksim.report.junit import check_junit_path, run_suite
+    from acksim.world.core import World
     from acksim.world.supervised import check_loads, run_world
 
     if scenario.fanout.updates:
@@ -156,7 +158,7 @@ def cmd_run(args) -> int:
     # start gets a fresh copy of the code; SIGTERM and Ctrl-C kill the child and unwind here
     tty = sys.stderr.isatty()
     try:
-        run = run_world(scenario, ref, planned_end=planned_end if tty else None,
+        run = run_world(scenario, ref, world=World, planned_end=planned_end if tty else None,
                         progress=(lambda now: bar.get("update") and bar["update"](now)) if tty else None)
     finally:
         if bar.get("close"):
@@ -221,7 +223,7 @@ def _run_fanout(scenario, args) -> int:
     from acksim.judges.fanout import build_fanout_summary
     from acksim.report import write_report
     from acksim.report.junit import check_junit_path, run_suite
-    from acksim.world.fanout import FANOUT_PARAMS
+    from acksim.world.fanout import FANOUT_PARAMS, FanoutWorld
     from acksim.world.supervised import check_loads, run_world
     from acksim.judges.summary import passed, reasons_text
 
@@ -231,7 +233,7 @@ def _run_fanout(scenario, args) -> int:
     check_out_dir(out)
     if args.junit_xml:
         check_junit_path(args.junit_xml, out=out)
-    run = run_world(scenario, ref, fanout=True)  # in a supervised child, as acksim.world.supervised says
+    run = run_world(scenario, ref, world=FanoutWorld)  # in a supervised child, as acksim.world.supervised says
     outcome = run.outcome
     summary = build_fanout_summary(scenario, outcome, args.processor)
     c = summary["counts"]

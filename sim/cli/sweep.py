@@ -19,7 +19,8 @@ import sys
 from pathlib import Path
 
 from acksim.capacity.sweep_dir import check_sweep_dir, locked
-from acksim.report.outdir import UsageError, output_error, safe_name, shown_path
+from acksim.printable import shown_path
+from acksim.report.outdir import UsageError, output_error, safe_name
 
 EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {  # flag: (extra, modules it installs)
     "--parquet": ("parquet", ("pyarrow",)),
@@ -162,7 +163,7 @@ def junit_suites(rows, params: list[str]) -> list:
 
     from acksim.judges.slo import FIGURES
     from acksim.report.junit import Case, Suite
-    from acksim.report.tables import format_figure
+    from acksim.judges.figure_text import format_figure
 
     suites = []
     for point, label, group in _points(rows, params):

@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections import Counter
 
 from acksim.history import Record
+from acksim.invariant_names import FANOUT_INVARIANT_NAMES
 from acksim.judges.invariants import check_all
 from acksim.judges.slo import slo_section
 from acksim.judges.summary import contained_section, parameters, with_verdict
+from acksim.outcome import FinalState, Outcome
 from acksim.scenario import Scenario
-from acksim.world.core import FinalState, Outcome
 
 
 def _update_of(task_key: str) -> str:
@@ -87,9 +88,9 @@ def every_update_completes(history, final: FinalState) -> list[dict]:
             for upd, n in sorted(n_of.items()) if upd not in rejected and upd not in completed]
 
 
-FANOUT_INVARIANTS = (("exactly_once_in_effect", exactly_once_in_effect),
-                     ("complete_only_when_all_recorded", complete_only_when_all_recorded),
-                     ("every_update_completes", every_update_completes))
+# (name, checker), the names of ``acksim.invariant_names`` in their order
+FANOUT_INVARIANTS = tuple(zip(FANOUT_INVARIANT_NAMES, (
+    exactly_once_in_effect, complete_only_when_all_recorded, every_update_completes), strict=True))
 
 
 def build_fanout_summary(scenario: Scenario, outcome: Outcome, processor: str | None = None) -> dict:

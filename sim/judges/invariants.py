@@ -12,7 +12,8 @@ from typing import Callable, Sequence
 
 from acksim.model.job import reminder_event_key
 from acksim.history import ACCOUNT_STATE_KINDS, Record
-from acksim.world.core import FinalState
+from acksim.invariant_names import CLEANUP_INVARIANT_NAMES
+from acksim.outcome import FinalState
 
 _ACCOUNT_KINDS = ACCOUNT_STATE_KINDS
 # the kinds that change an ``AccountReplay``: a long history's other records need not be fed to it
@@ -180,13 +181,9 @@ _LOST_WORK_KINDS = _ACCOUNT_KINDS | {"dead_lettered", "retention_expired", "drop
 
 Checker = Callable[[Sequence[Record], FinalState], list[dict]]
 
-INVARIANTS: tuple[tuple[str, Checker], ...] = (
-    ("no_cleanup_after_renewal", no_cleanup_after_renewal),
-    ("at_most_once_effect", at_most_once_effect),
-    ("effect_with_outbox", effect_with_outbox),
-    ("ack_after_durable", ack_after_durable),
-    ("no_lost_work", no_lost_work),
-)
+# (name, checker), the names of ``acksim.invariant_names`` in their order
+INVARIANTS: tuple[tuple[str, Checker], ...] = tuple(zip(CLEANUP_INVARIANT_NAMES, (
+    no_cleanup_after_renewal, at_most_once_effect, effect_with_outbox, ack_after_durable, no_lost_work), strict=True))
 
 
 def check_all(history: Sequence[Record], final: FinalState,

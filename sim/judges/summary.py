@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Mapping, Sequence
 
-from acksim.world.budget import young_collections
-from acksim.world.faults import EXTERNAL_PHASES, PHASES
+from acksim.collector import young_collections
 from acksim.history import LIFECYCLE_KINDS, Record
+from acksim.judges.figure_text import format_figure
 from acksim.judges.invariants import REPLAY_KINDS, AccountReplay, check_all
-from acksim.scenario import Scenario
+from acksim.scenario import CRASH_PHASES, EXTERNAL_CRASH_PHASES, Scenario
 from acksim.judges.slo import LOWER_BOUND_FIGURES, slo_section
-from acksim.world.core import Outcome
+from acksim.outcome import Outcome
 
 
 def counts(history: Sequence[Record]) -> dict[str, int]:
@@ -37,9 +37,9 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
         "crashes": kinds["crashed"] - held_lost,
         "held_lost": held_lost,
     }
-    for phase in (*PHASES, *EXTERNAL_PHASES):
+    for phase in (*CRASH_PHASES, *EXTERNAL_CRASH_PHASES):
         out[f"crashes_{phase}"] = phases[phase]
-    for phase in sorted(set(phases) - {*PHASES, *EXTERNAL_PHASES}):  # a newer kind, when it happened
+    for phase in sorted(set(phases) - {*CRASH_PHASES, *EXTERNAL_CRASH_PHASES}):  # a newer kind, when it happened
         out[f"crashes_{phase}"] = phases[phase]  # (execution_timeout): older summaries stay the same
     out.update({
         "conflicts": conflicts,
@@ -250,8 +250,6 @@ def judge(summary: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
     the processor's process died or was killed, ``contained``; then no ``stopped_early``) and ``stopped_early`` (a guard of ``[run]`` stopped the run
     before the pipeline drained, as ``stop_reason`` says: a run that never drained cannot be
     judged)."""
-    from acksim.report.tables import format_figure
-
     reasons: list[dict[str, Any]] = []
     for name, inv in summary["invariants"].items():
         if not inv["holds"]:

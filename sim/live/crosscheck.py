@@ -334,8 +334,5 @@ def run_rows(todo, broker: str, on_row=None) -> list[Row]:
     return rows
 
 
-from acksim.live.crosscheck_report import write_crosscheck  # noqa: E402 - the report of these rows
-
-
-__all__ = ["draw", "livable", "compact", "for_broker", "pick", "crosscheck_one", "run_rows", "write_crosscheck",
-           "fit_scale", "span_s", "wall_bound_s", "figures", "within", "Row", "COLUMNS"]
+__all__ = ["draw", "livable", "compact", "for_broker", "pick", "crosscheck_one", "run_rows", "fit_scale", "span_s",
+           "wall_bound_s", "figures", "within", "Row", "COLUMNS"]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from acksim.history import to_csv
 from acksim.judges.invariants import INVARIANTS
+from acksim.live.crosscheck import COUNT_TOLERANCE, RECOVERY_TOLERANCE_REL
 
 
 def _fmt(v) -> str:
@@ -33,8 +34,6 @@ def _dist(d: dict) -> str:
 def write_crosscheck(out: Path, rows: list, broker: str) -> dict:
     """Write crosscheck.md, crosscheck.json and the disagreeing timelines of ``rows``
     (``acksim.live.crosscheck.Row``) into ``out``; returns the json document."""
-    from acksim.live.crosscheck import COUNT_TOLERANCE, RECOVERY_TOLERANCE_REL
-
     out.mkdir(parents=True, exist_ok=True)
     names = [n for n, _ in INVARIANTS]
     agree = sum(r.agrees for r in rows)

@@ -36,8 +36,9 @@ from acksim.live.transports import encode, make_transport
 from acksim.live.worker import WorkerConfig, run_worker
 from acksim.model.sqlite_store import SqliteDatabase
 from acksim.model.store_api import DbOptions
+from acksim.outcome import FinalState, Outcome
 from acksim.scenario import Scenario, ScenarioError
-from acksim.world.core import FinalState, Outcome, stream
+from acksim.world.core import stream
 from acksim.world.renewals import Renewals, plan_workload, planned_workload
 
 DEFAULT_TIME_SCALE = 0.05  # wall seconds per virtual second

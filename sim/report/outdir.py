@@ -17,6 +17,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from acksim.printable import shown_path
+
 MARKER = ".acksim-report"
 # what reports held before the marker existed: accepted once, to be replaced by a marked report
 _LEGACY_FILES = {"summary.json", "report.md", "report.html", "events.csv", "compare.json", "compare.csv",
@@ -161,13 +163,6 @@ def output_error(exc: OSError, what: str = "") -> OutputError:
     code = errno.errorcode.get(exc.errno, "") if exc.errno else ""
     reason = (exc.strerror or str(exc) or type(exc).__name__).splitlines()[0]
     return OutputError(f"cannot write {target}: {reason}" + (f" ({code})" if code else ""))
-
-
-def shown_path(path) -> str:
-    """A path as one printable line: as it is when every character prints, else its Python
-    ``repr`` (a newline or other control character shows as an escape, never a line break)."""
-    text = os.fsdecode(path) if isinstance(path, (bytes, os.PathLike)) else str(path)
-    return text if text.isprintable() else repr(text)
 
 
 def safe_name(name: str) -> str:

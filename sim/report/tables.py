@@ -7,8 +7,9 @@ table and a counts table, every cell already formatted as text.
 
 from __future__ import annotations
 
-import math
 from typing import Any, Mapping
+
+from acksim.judges.figure_text import format_figure
 
 INVARIANT_HEADER = ("invariant", "holds", "violations", "first counterexample")
 SLO_HEADER = ("figure", "value", "samples", "threshold", "met")
@@ -18,8 +19,6 @@ COUNT_HEADER = ("count", "value")
 _EXAMPLE_WIDTH = 160
 _DASH = "—"
 NO_SAMPLE = "no sample"
-_PLAIN_NUMBERS = frozenset({"queue_depth_max", "redeliveries", "dead_lettered", "retries_p99"})
-_SHARES = frozenset({"dead_lettered_share"})
 
 
 def verdict(summary: Mapping[str, Any]) -> tuple[bool, str]:
@@ -78,35 +77,6 @@ def summarise_example(example: Mapping[str, Any] | None) -> str:
     text = ", ".join(f"{key}={value!r}" for key, value in example.items())
     text = " ".join(text.split())  # no newlines or runs of blanks inside a table cell
     return text if len(text) <= _EXAMPLE_WIDTH else text[: _EXAMPLE_WIDTH - 1] + "…"
-
-
-def format_figure(name: str, value: float | None) -> str:
-    """A figure's value (or threshold) for people: "—" for None, plain numbers for counts and
-    receive counts, "/s" for throughput, seconds (with minutes or hours when long) otherwise."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return _DASH
-    v = float(value)
-    if name in _PLAIN_NUMBERS:
-        return str(int(v)) if v.is_integer() else f"{v:.3g}"
-    if name in _SHARES:
-        return f"{v:.3g}"
-    if name == "throughput_per_s":
-        return f"{v:.3g} /s"
-    if name.endswith("_s"):
-        return format_seconds(v)
-    return f"{v:.6g}"
-
-
-def format_seconds(v: float) -> str:
-    """Virtual seconds for people: "0.25 s", "42.0 s", "750 s (12.5 min)", "7200 s (2.00 h)"."""
-    a = abs(v)
-    if a < 10:
-        return f"{v:.3g} s"
-    if a < 600:
-        return f"{v:.1f} s"
-    if a < 7200:
-        return f"{v:.0f} s ({v / 60:.1f} min)"
-    return f"{v:.0f} s ({v / 3600:.2f} h)"
 
 
 def _yes_no(flag: bool | None) -> str:

@@ -32,6 +32,8 @@ from acksim.scenario.base import (
 from acksim.scenario.expect import Expect
 from acksim.scenario.fanout import Fanout
 from acksim.scenario.faults import (
+    CRASH_PHASES,
+    EXTERNAL_CRASH_PHASES,
     CrashPhase,
     Deployment,
     Faults,
@@ -65,7 +67,8 @@ from acksim.scenario.workload import Workload
 __all__ = [
     "DAY", "HORIZON_S", "MAX_SCENARIO_BYTES", "Probability", "Seconds", "Span", "Tupled",
     "ScenarioError", "Scenario", "Workload", "Scheduler", "Queue", "Workers", "Stores",
-    "CrashPhase", "ScheduledCrash", "Deployment", "ScheduledDuplicate", "Kill", "LatencySpike",
+    "CrashPhase", "CRASH_PHASES", "EXTERNAL_CRASH_PHASES", "ScheduledCrash", "Deployment",
+    "ScheduledDuplicate", "Kill", "LatencySpike",
     "Faults", "MailOutage", "Mail", "Fanout", "Slo", "Run", "AccountId", "PlannedAccount",
     "PlannedStep", "Plan", "Expect", "parse", "read_data", "load", "with_overrides",
 ]

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
+from acksim.invariant_names import INVARIANT_NAMES
 from acksim.scenario.base import Tupled, _Section
 
 
@@ -20,16 +21,9 @@ class Expect(_Section):
     @field_validator("violated")
     @classmethod
     def _known_invariants(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        allowed = invariant_names()
+        allowed = INVARIANT_NAMES
         unknown = [name for name in v if name not in allowed]
         if unknown:
             raise ValueError(f"no invariant {unknown[0]!r}; allowed: {', '.join(allowed)}")
         return v
 
-
-def invariant_names() -> tuple[str, ...]:
-    """Every invariant a run can report: the cleanup design's, then the fan-out design's."""
-    from acksim.judges.fanout import FANOUT_INVARIANTS
-    from acksim.judges.invariants import INVARIANTS
-
-    return tuple(name for name, _check in (*INVARIANTS, *FANOUT_INVARIANTS))

@@ -3,7 +3,7 @@ hard kills, spurious duplicates, store latency spikes, poison accounts and sched
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, field_validator
 
@@ -11,6 +11,10 @@ from acksim.scenario.base import DAY, HORIZON_S, Probability, Span, Tupled, _ord
 from acksim.scenario.process_faults import BrokerRestart, Partition, Pause
 
 CrashPhase = Literal["before_call", "after_call", "after_commit", "during_ack"]
+# the phases of an attempt where the fault plan may crash a worker, in the attempt's order
+CRASH_PHASES: tuple[str, ...] = get_args(CrashPhase)
+# the crashes that come from outside the fault plan's draws (a "crashed" record's detail)
+EXTERNAL_CRASH_PHASES: tuple[str, ...] = ("deployment", "killed", "poison")
 
 
 class ScheduledCrash(_Section):

@@ -12,7 +12,9 @@ from typing import get_args
 import annotated_types as at
 from pydantic import BaseModel, ValidationError
 
+from acksim.printable import shown_path
 from acksim.scenario.base import MAX_SCENARIO_BYTES, ScenarioError
+from acksim.scenario.file_refs import anchor_refs
 from acksim.scenario.root import Scenario
 
 
@@ -110,8 +112,6 @@ def read_data(path: str | Path) -> dict:
     for a missing or unreadable file, one over ``MAX_SCENARIO_BYTES``, or invalid TOML (an
     integer of over 4,300 digits and nesting too deep included). A path with a control
     character shows escaped (``shown_path``)."""
-    from acksim.report.outdir import shown_path
-
     p = Path(path)
     where = shown_path(p)
     try:
@@ -142,10 +142,6 @@ def load(path: str | Path) -> Scenario:
     unknown key, a wrong type or an out-of-range value, and for a file reference or
     ``processor_path`` that does not exist relative to the file's folder (where they are taken from).
     """
-    from acksim.world.processor_ref import anchor_refs
-
-    from acksim.report.outdir import shown_path
-
     where = shown_path(Path(path))
     return parse(anchor_refs(read_data(path), Path(path).parent, where), where)
 

@@ -111,7 +111,7 @@ class Queue(_Section):
     # "consumer_death": the ack timeout also ends the consumer's process (acksim.world.consumer_timeout)
     ack_timeout_ends_consumer: bool = False
     broker_lost_writes_s: float = Field(0.0, ge=0.0, le=DAY)
-    # issue 13 mechanisms (acksim.world.delivery_limit, recovery, tombstones; ack_by in Queue.ack)
+    # the delivery limit, recovery sweeps, tombstones and ack by (acksim.world.delivery_limit, recovery, tombstones; ack_by in Queue.ack)
     delivery_limit: int = Field(0, ge=0, le=1000)
     ack_by: Literal["receipt", "message_id"] = "receipt"
     recovery_sweep: Literal["none", "process_start", "traffic"] = "none"

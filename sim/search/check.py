@@ -21,18 +21,18 @@ from typing import Callable
 from hypothesis import HealthCheck, Phase, given, seed as hypothesis_seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 
-from acksim.world.faults import PHASES
 from acksim.judges.hazards import HAZARDS, hazards_hit
 from acksim.history import Record, pack, unpack
+from acksim.outcome import pack_final, unpack_final
 from acksim.world.interleave import ProcessorHung
 from acksim.judges.invariants import check_all
-from acksim.scenario import Scenario, parse
+from acksim.scenario import CRASH_PHASES, Scenario, parse
 from acksim.search.constants import pinned_constants
 from acksim.search.design import merge_design
 from acksim.search.findings import FINDINGS
 from acksim.search.strategies import check_scenarios
 from acksim.world.contain import Child, Died, Reply
-from acksim.world.core import World, pack_final, unpack_final
+from acksim.world.core import World
 from acksim.world.supervised import killed_run
 
 # the world every example starts from unless the user names a scenario: small and fast
@@ -243,7 +243,7 @@ def _search(report: CheckReport, run, base, budget, seed, database, key, round_n
         result = run(scenario)
         report.examples += 1
         report.coverage.update(name for name, hit in result.hazards.items() if hit)
-        report.phases.update(r.detail for r in result.history if r.kind == "crashed" and r.detail in PHASES)
+        report.phases.update(r.detail for r in result.history if r.kind == "crashed" and r.detail in CRASH_PHASES)
         if progress:
             progress(report.examples)
         new = [name for name in result.failures if name not in ignore]

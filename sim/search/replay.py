@@ -9,7 +9,6 @@ file reproduces in a fresh process (``confirm_findings``, ``acksim.search.selfch
 
 from __future__ import annotations
 
-import hashlib
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import tomli_w
 
-from acksim.history import Record, to_csv
+from acksim.history import Record, history_digest
 from acksim.report.outdir import safe_name
 from acksim.scenario import Scenario
 from acksim.search.design import design_tag
@@ -43,11 +42,6 @@ def replay_text(scenario: Scenario, result: ExampleResult, processor_ref: str,
     header = ("# A counterexample found by `acksim check`. Reproduce it with `acksim run THIS_FILE`.\n"
               f"# Findings: {', '.join(result.failures)}\n")
     return header + tomli_w.dumps(_plain(data))
-
-
-def history_digest(history: Sequence[Record]) -> str:
-    """SHA-256 of the history's events file: equal digests mean the same run, record for record."""
-    return hashlib.sha256(to_csv(history).encode()).hexdigest()
 
 
 def _plain(value):

@@ -71,7 +71,7 @@ def child_main() -> None:
     from acksim.interrupts import handled
     from acksim.scenario import load
     from acksim.search.check import run_example
-    from acksim.search.replay import history_digest
+    from acksim.history import history_digest
 
     scenario = load(sys.argv[1])
     with handled():  # as in the search: a KeyboardInterrupt the processor raises is its own result

@@ -230,7 +230,7 @@ def _broker_restart_lists(n_instants: int):
 
 
 def queue_mechanisms(base: Scenario, cron: bool):
-    """Strategy: ``[queue]`` overrides for the mechanisms of issue 13, base's settings first
+    """Strategy: ``[queue]`` overrides for the queue mechanisms (ack by, recovery sweeps, tombstones), base's settings first
     (so shrinking drops them): ack by message id or by receipt; recovery of a dead
     consumer's deliveries only by a sweep at each process start (a claim queue without a
     claimer; the heartbeat expires in half the workers' restart delay, so every crash's

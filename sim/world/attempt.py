@@ -25,6 +25,7 @@ import random
 from typing import Any, Callable, ContextManager, Iterator, Protocol
 
 from acksim.model.errors import ConflictError
+from acksim.printable import error_line
 from acksim.world.interleave import Attempt, Finished, ProcessorHung, Sleep, StoreCall
 from acksim.world.links import StoreUnreachable
 
@@ -99,13 +100,6 @@ class WorkerPort(Protocol):
 
     def wrote(self, delivery: Any, writes: Any, record: Callable[..., Any]) -> None:
         """Record the effects the stores committed (``record_writes``)."""
-
-
-def error_line(error: BaseException, limit: int = 300) -> str:
-    """One printable line naming the processor's error (``acksim.world.core.error_line``)."""
-    from acksim.world.core import error_line as line
-
-    return line(error, limit)
 
 
 def service_time(workers, rng: random.Random) -> float:

@@ -17,17 +17,13 @@ documents (``queue.on_broker_restart``):
 
 With ``queue.broker_lost_writes_s`` > 0 the messages published in that many seconds before
 the restart are lost too (a store that syncs to disk periodically [R-PERSIST]: "dropped",
-detail "broker_restart:unsynced").
+detail "broker_restart:unsynced"). ``world`` is the ``World`` (``acksim.world.core``), which
+builds the broker: named, not imported.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from acksim.world.delivery_limit import returned
-
-if TYPE_CHECKING:
-    from acksim.world.core import World
 
 
 class Broker:
@@ -35,7 +31,7 @@ class Broker:
     (the windows are fixed in advance); ``defer`` keeps a publish for the restart; ``run`` is
     the SimPy process that restarts it."""
 
-    def __init__(self, world: "World") -> None:
+    def __init__(self, world) -> None:
         self.world = world
         self.windows = sorted((r.at_s, r.at_s + r.down_s) for r in world.scenario.faults.broker_restarts)
         self.deferred: list[tuple] = []

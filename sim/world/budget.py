@@ -10,12 +10,9 @@ Like ``run.max_records``, a stopped run is ``stopped_early`` and FAILs.
 
 from __future__ import annotations
 
-import gc
-import threading
 import time
 from collections import Counter
-from contextlib import contextmanager
-from typing import Iterator, Mapping
+from typing import Mapping
 
 import simpy
 from simpy.core import EmptySchedule, StopSimulation
@@ -24,9 +21,6 @@ from acksim.world.interleave import heartbeat
 
 CHUNK = 10_000  # events between two looks at the budget
 SAMPLE = 2_000  # events looked at to tell which actor spends the budget
-# the cyclic collector while a world runs (``young_collections``): gen-0 threshold, gen-0
-# collections per gen-1 one, and gen-1 collections per full one (never within a run)
-RUN_GC_THRESHOLDS = (10_000, 20, 1_000_000_000)
 
 # the actor (a process's generator, or a named timer) → the scenario field that sets its pace
 ACTOR_FIELDS: Mapping[str, str] = {
@@ -94,39 +88,6 @@ def _steps(env: simpy.Environment, count: int) -> None:
             step()
         left -= real + env.skipped - before
     env.allowance = 0
-
-
-@contextmanager
-def young_collections() -> Iterator[None]:
-    """Only the cyclic collector's young generations collect in the block
-    (``RUN_GC_THRESHOLDS``); its thresholds are as they were after. A full collection scans
-    every object alive, the whole history and world state of a long run, so with the default
-    thresholds whatever makes millions of records pays more the longer the history is: a run
-    (``World.run``; about a tenth of a 100k-account day's time), and outside it a supervised
-    child's answer pickled, sent, read and rebuilt (``acksim.world.supervised``) and the
-    judges (``acksim.judges.summary.build_summary``). Cycles that become garbage young (a
-    crashed attempt's frames) are still collected in the block, older ones by the first full
-    collection after it. Blocks may nest and overlap across threads (runs on a Dask worker's
-    threads): the thresholds are set when the first block starts and put back when the last
-    one ends."""
-    global _young_blocks, _saved_thresholds
-    with _young_lock:
-        if _young_blocks == 0:
-            _saved_thresholds = gc.get_threshold()
-            gc.set_threshold(*RUN_GC_THRESHOLDS)
-        _young_blocks += 1
-    try:
-        yield
-    finally:
-        with _young_lock:
-            _young_blocks -= 1
-            if _young_blocks == 0:
-                gc.set_threshold(*_saved_thresholds)
-
-
-_young_lock = threading.Lock()
-_young_blocks = 0  # ``young_collections`` blocks under way in this process
-_saved_thresholds: tuple[int, ...] = ()  # the thresholds before the first of them
 
 
 def stop_reason(run, now: float, records: int, budget_reason: str | None = None, undrained: bool = False,

@@ -10,25 +10,24 @@ from __future__ import annotations
 import hashlib
 import random
 import tempfile
-import traceback
-from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
-from operator import attrgetter
 from pathlib import Path
 from typing import Callable
 
 import simpy
 
-from acksim.model.job import Account
-from acksim.model.store_api import DbOptions, OutboxEvent
+from acksim.model.store_api import DbOptions
 from acksim.model.stores import open_database
-from acksim.world.budget import run_guarded, stop_reason, young_collections
+from acksim.collector import young_collections
+from acksim.world.budget import run_guarded, stop_reason
 from acksim.world.cost import refuse_if_too_costly
 from acksim.world.interleave import ProcessorHung
 from acksim.world.faults import FaultPlan, fault_injector, killer
 from acksim.world import links as _links
 from acksim.world import skip
-from acksim.history import History, Record
+from acksim.history import History
+from acksim.outcome import FinalState, Outcome
+from acksim.printable import error_line, error_text
 from acksim.world.outbox_relay import OutboxRelay
 from acksim.world.queue import Queue
 from acksim.world.code import CodeUnderTest
@@ -56,54 +55,6 @@ def scenario_queue(env: simpy.Environment, history: History, scenario: Scenario)
 
 class RunStopped(Exception):
     """Ends a run early from inside an actor (see ``World.processor_failed``)."""
-
-
-@dataclass(frozen=True, slots=True)
-class FinalState:
-    """What the stores hold when the world stops (ground truth for the invariants):
-    accounts by id order, cleanup markers (duplicates kept), outbox events by insertion; the
-    queue's dead-letter and in-flight message ids; the end time (virtual s); whether the run
-    was cut at ``run.max_records``."""
-
-    accounts: tuple[Account, ...]
-    markers: tuple[tuple[str, int], ...]
-    outbox: tuple[OutboxEvent, ...]
-    dead_letter_queue: tuple[int, ...]
-    in_flight: tuple[int, ...]
-    end_s: float
-    stopped_early: bool = False
-    stop_reason: str = ""  # one line: which guard stopped the run early, and why
-    contained: str = ""  # the finding a supervised child's death or kill is (acksim.world.supervised)
-
-
-_ACCOUNT_FIELDS = attrgetter(*(f.name for f in fields(Account)))
-_OUTBOX_FIELDS = attrgetter(*(f.name for f in fields(OutboxEvent)))
-
-
-def pack_final(final: FinalState) -> tuple:
-    """``final`` as ``(accounts, outbox events, the rest)``: the accounts and outbox events as
-    tuples of their fields, the rest the ``FinalState`` without them. What a supervised child
-    sends (``acksim.world.supervised``): a long run's hundreds of thousands of frozen
-    dataclasses pickle and unpickle about twice as fast so (pickle's own way for them is a
-    Python-level ``__setstate__`` each). ``unpack_final`` rebuilds it."""
-    return (tuple(map(_ACCOUNT_FIELDS, final.accounts)), tuple(map(_OUTBOX_FIELDS, final.outbox)),
-            replace(final, accounts=(), outbox=()))
-
-
-def unpack_final(data: tuple) -> FinalState:
-    """The ``FinalState`` that ``pack_final`` gave (equal to the original). Raises TypeError
-    or ValueError for data of another shape."""
-    accounts, outbox, rest = data
-    return replace(rest, accounts=tuple(Account(*a) for a in accounts),
-                   outbox=tuple(OutboxEvent(*e) for e in outbox))
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """A finished run: the history and the final state."""
-
-    history: tuple[Record, ...]
-    final: FinalState
 
 
 class World:
@@ -203,7 +154,7 @@ class World:
     # --- running ---------------------------------------------------------------------------
     def run(self) -> Outcome:
         """Run to the end; returns the history and the final store state. The cyclic
-        collector is set for a long run meanwhile (``acksim.world.budget.young_collections``)."""
+        collector is set for a long run meanwhile (``acksim.collector.young_collections``)."""
         with young_collections():
             return self._run()
 
@@ -325,36 +276,6 @@ class World:
             self._tmp.cleanup()
 
 
-MAX_ERROR_TEXT = 20_000  # characters of a processor's traceback kept (its head and its tail)
-
-
-def error_text(error: BaseException, limit: int = MAX_ERROR_TEXT) -> str:
-    """``error``'s traceback as text, safe whatever the processor raised: an exception whose
-    ``str()`` raises or returns a non-string is shown by its type, characters that cannot be
-    printed (lone surrogates) are escaped, and a text over ``limit`` characters keeps its
-    first and last halves around a note of how much was cut."""
-    try:
-        text = "".join(traceback.format_exception(error))
-    except BaseException:  # noqa: BLE001 - a pathological exception object
-        text = f"{type(error).__module__}.{type(error).__qualname__}: <the exception could not be formatted>\n"
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    if len(text) > limit:
-        half = limit // 2
-        text = f"{text[:half]}\n... {len(text) - 2 * half} characters cut ...\n{text[-half:]}"
-    return text
-
-
-def error_line(error: BaseException, limit: int = 300) -> str:
-    """``"Type: message"``, its first line, at most ``limit`` characters, printable whatever
-    ``error``'s ``str()`` does (raises, returns a huge or unprintable text)."""
-    try:
-        message = str(error)
-    except BaseException:  # noqa: BLE001 - a pathological exception object
-        message = "<str() of the exception failed>"
-    line = (f"{type(error).__name__}: {message}".splitlines() or [type(error).__name__])[0][:limit]
-    return line.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
 def _skip_to(env: simpy.Environment, step: float, end: float) -> float:
     """The delay (s) to the next check of a grid ``now, now + min(step, end - now), ...`` that
     comes at or after the next scheduled event (or at ``end``): the checks before it would
@@ -380,7 +301,7 @@ def simulate(scenario: Scenario, processor: Callable | str | None = None, *, con
     if contained:
         from acksim.world.supervised import run_world
 
-        return run_world(scenario, processor).outcome
+        return run_world(scenario, processor, world=World).outcome
     world = World(scenario, processor)
     try:
         return world.run()

@@ -9,19 +9,15 @@ delivered 21 times and ends at its 21st return [RMQ-QQ][RMQ-PR11937]. A return i
 of a loan without an ack: a nack or reject with requeue, a requeue of a lost worker's
 delivery, a closed channel or connection, a lapsed ack timeout (a channel closed by the
 broker). ``queue.delivery_limit`` 0 means no limit (RabbitMQ's -1). Times: virtual seconds.
+``q`` is the ``Queue`` (``acksim.world.queue``), which imports this module: named, not imported.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from acksim.world.message import _Message
 
-if TYPE_CHECKING:
-    from acksim.world.queue import Queue
 
-
-def returned(q: Queue, msg: _Message) -> bool:
+def returned(q, msg: _Message) -> bool:
     """Count one return of ``msg`` (its loan just ended without an ack). Past
     ``queue.delivery_limit`` returns the message is exhausted (dead-lettered, or dropped by
     ``on_exhaustion``, detail "delivery_limit") and True is returned: the caller must not

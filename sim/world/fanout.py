@@ -42,7 +42,8 @@ from acksim.history import History
 from acksim.scenario import Scenario
 from acksim.world.budget import run_guarded, stop_reason
 from acksim.world.cost import refuse_if_too_costly
-from acksim.world.core import FinalState, Outcome, scenario_queue, stream
+from acksim.outcome import FinalState, Outcome
+from acksim.world.core import scenario_queue, stream
 from acksim.world.faults import FaultPlan, fault_injector, killer, stay_down, store_latency
 from acksim.world.attempt import WHOLE_WORKER_PHASES, WorkerCrash, decision_attempt
 from acksim.world.interleave import Attempt

@@ -9,15 +9,10 @@ per-phase probabilities, drawn from the asking worker's own seeded random stream
 from __future__ import annotations
 
 import random
-from typing import get_args
 
 import simpy
 
-from acksim.scenario import CrashPhase, Faults, Scenario
-
-PHASES: tuple[str, ...] = get_args(CrashPhase)  # before_call, after_call, after_commit, during_ack
-# crashes that come from outside the fault plan's draws
-EXTERNAL_PHASES: tuple[str, ...] = ("deployment", "killed", "poison")
+from acksim.scenario import CRASH_PHASES, Faults, Scenario
 
 
 class FaultPlan:
@@ -25,7 +20,7 @@ class FaultPlan:
     crash at that point: a scheduled crash matches, or the phase's probability fires."""
 
     def __init__(self, faults: Faults) -> None:
-        self._p = {phase: getattr(faults, f"crash_{phase}") for phase in PHASES}
+        self._p = {phase: getattr(faults, f"crash_{phase}") for phase in CRASH_PHASES}
         self._scheduled = frozenset(
             (c.delivery, c.phase, c.call if c.phase in ("before_call", "after_call") else 0)
             for c in faults.crashes

@@ -13,12 +13,9 @@ import os
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from acksim.world.user_modules import _is_user_path
-
-if TYPE_CHECKING:
-    from acksim.world.images import Image
 
 FILE_MODULE_PREFIX = "acksim_processor_"
 
@@ -62,7 +59,7 @@ class _LazyImportRecorder:
     entered (imports that miss ``sys.modules``), so ``Image.exit`` can capture new user modules
     without scanning ``sys.modules`` at every switch."""
 
-    active: "Image | None" = None
+    active = None  # the acksim.world.images.Image entered, if any
 
     @classmethod
     def find_spec(cls, name: str, path: Any = None, target: Any = None) -> None:

@@ -10,23 +10,18 @@ channel: every loan of that consumer is requeued), "stalled_sweep" (counted; pas
 ``max_stalled_count`` stalls the message is exhausted), otherwise it is simply visible again.
 ``disconnected`` requeues a dead consumer's loan ``disconnect_detect_s`` after the death.
 
-These are plain functions over a ``Queue`` (``acksim.world.queue``): they read its config and
-its loans in flight and call its ``_at``, ``_log``, ``_make_visible`` and ``_exhaust``. Times
-are virtual seconds.
+These are plain functions over a ``Queue`` ``q`` (``acksim.world.queue``, which imports them:
+named, not imported here): they read its config and its loans in flight and call its ``_at``,
+``_log``, ``_make_visible`` and ``_exhaust``. Times are virtual seconds.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from acksim.world.delivery_limit import returned
 from acksim.world.message import _Message
 
-if TYPE_CHECKING:
-    from acksim.world.queue import Queue
 
-
-def lend(q: Queue, msg: _Message, consumer: str) -> None:
+def lend(q, msg: _Message, consumer: str) -> None:
     """Start a loan of ``msg`` to ``consumer``: lease, its timer (when expiry is continuous)
     and heartbeats."""
     cfg, now = q.config, q.env.now
@@ -42,7 +37,7 @@ def lend(q: Queue, msg: _Message, consumer: str) -> None:
         q._at(cfg.heartbeat_interval_s, _heartbeat, q, msg, msg.receipt)
 
 
-def _lease_timer(q: Queue, msg: _Message, receipt: int) -> None:
+def _lease_timer(q, msg: _Message, receipt: int) -> None:
     if msg.state == "in_flight" and msg.receipt == receipt:
         if msg.lease_until > q.env.now:  # renewed meanwhile
             q._at(msg.lease_until - q.env.now, _lease_timer, q, msg, receipt)
@@ -50,7 +45,7 @@ def _lease_timer(q: Queue, msg: _Message, receipt: int) -> None:
             lapse(q, msg)
 
 
-def _heartbeat(q: Queue, msg: _Message, receipt: int) -> None:
+def _heartbeat(q, msg: _Message, receipt: int) -> None:
     cfg, now = q.config, q.env.now
     if msg.state != "in_flight" or msg.receipt != receipt or msg.orphaned or msg.lease_until <= now:
         return
@@ -64,7 +59,7 @@ def _heartbeat(q: Queue, msg: _Message, receipt: int) -> None:
         q._at(cfg.heartbeat_interval_s, _heartbeat, q, msg, receipt)
 
 
-def worker_lost(q: Queue, consumer: str, executing: int | None, only: bool) -> None:
+def worker_lost(q, consumer: str, executing: int | None, only: bool) -> None:
     """``consumer`` died (see ``Queue.consumer_lost``): its popped messages are forgotten, its
     loans get no more heartbeats and each ends by ``on_worker_lost`` (the executing one) or
     by its lease, with "consumer_death" redelivery ``disconnect_detect_s`` later."""
@@ -85,7 +80,7 @@ def worker_lost(q: Queue, consumer: str, executing: int | None, only: bool) -> N
             q._at(cfg.disconnect_detect_s, disconnected, q, msg, msg.receipt)
 
 
-def sweeper(q: Queue):
+def sweeper(q):
     """SimPy process: every ``sweep_interval_s``, lapse the loans whose lease ran out."""
     while True:
         yield q.env.timeout(q.config.sweep_interval_s)
@@ -98,7 +93,7 @@ def sweeper(q: Queue):
                 lapse(q, msg)
 
 
-def lapse(q: Queue, msg: _Message) -> None:
+def lapse(q, msg: _Message) -> None:
     """A lease ran out: redeliver by the queue's mechanism (not while the broker is down:
     ``acksim.world.broker`` recovers at the restart)."""
     cfg = q.config
@@ -129,7 +124,7 @@ def lapse(q: Queue, msg: _Message) -> None:
         q._make_visible(msg, head=cfg.requeue_at_head)
 
 
-def disconnected(q: Queue, msg: _Message, receipt: int) -> None:
+def disconnected(q, msg: _Message, receipt: int) -> None:
     """"consumer_death" redelivery: the broker noticed the holder of loan ``receipt`` died."""
     if msg.state == "in_flight" and msg.receipt == receipt and not (q.broker is not None and q.broker.down()):
         q._log("visibility_expired", "queue", msg, msg.receive_count, "connection_lost")

@@ -15,7 +15,8 @@ Like a telephone exchange's switchboard: the faults are the schedule of unplugge
 instant never depends on which SimPy event ran first at that instant); the worker asks the
 board before each named step of an attempt (``hold``, ``at_call``, ``at_commit``,
 ``queue_reachable``). ``install`` builds a board only when the scenario has one of these
-faults: without them the world runs exactly as before.
+faults: without them the world runs exactly as before. ``world`` is the ``World``
+(``acksim.world.core``), which builds the board: named, not imported.
 """
 
 from __future__ import annotations
@@ -25,8 +26,7 @@ from typing import TYPE_CHECKING
 from acksim.world import partitions, pauses
 
 if TYPE_CHECKING:
-    from acksim.world.core import World
-    from acksim.world.queue import Delivery
+    from acksim.world.message import Delivery
 
 
 class StoreUnreachable(Exception):
@@ -39,7 +39,7 @@ class Links:
     "queue" | "db"), the broker's down windows (``acksim.world.broker.Broker``). Times are
     virtual seconds; a window ``[start, end)`` holds ``start`` and not ``end``."""
 
-    def __init__(self, world: "World") -> None:
+    def __init__(self, world) -> None:
         f = world.scenario.faults
         self.world = world
         self.frozen: dict[str, list[tuple[float, float]]] = {}
@@ -138,7 +138,7 @@ class Links:
             env.process(partitions.window(self, f"worker-{c.worker}", c.between, c.at_s, c.duration_s))
 
 
-def install(world: "World") -> Links | None:
+def install(world) -> Links | None:
     """A switchboard for ``world`` when its scenario has pauses, partitions or broker restarts
     (wired into its queue: receives, heartbeats and publishes ask it), else None."""
     f = world.scenario.faults

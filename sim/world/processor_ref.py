@@ -12,8 +12,8 @@ Where a reference is looked for:
   installed package), and so is a scenario's ``processor_path`` folder (a replay file records
   the folder its check ran in, so it replays from anywhere);
 - a file reference in a scenario file is taken relative to that file's folder
-  (``anchor_refs``, called by ``acksim.scenario.load``); on the command line, relative to the
-  current folder;
+  (``acksim.scenario.file_refs.anchor_refs``, called by ``acksim.scenario.load``); on the
+  command line, relative to the current folder;
 - the names from before the ``acksim.`` namespace (``model.processor:process``,
   ``model.candidates:naive``, ``sim....``) still load acksim's code for one release, with a
   one-line note on stderr, unless a ``model`` (``sim``) package of the user's own is found.
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from acksim.scenario import ScenarioError
+from acksim.scenario.file_refs import is_file_ref
 
 FORM = "package.module:function or path/to/file.py:function"
 
@@ -68,12 +69,6 @@ def load_processor(ref: str, field: str = "processor", params: tuple[str, ...] =
     return fn
 
 
-def is_file_ref(ref: str) -> bool:
-    """Whether ``ref`` names a file (``path/to/file.py:function``) rather than a module."""
-    target = ref.rpartition(":")[0]
-    return target.endswith(".py") or "/" in target or "\\" in target
-
-
 def canonical_ref(ref: str) -> str:
     """``ref`` as a replay file should record it: a file reference made absolute (from the
     current folder), an old acksim name replaced by its new one (with the note), else as is."""
@@ -108,35 +103,6 @@ def processor_folder(ref: str) -> str | None:
         if Path(place).resolve().is_relative_to(cwd):
             return str(cwd)
     return None
-
-
-def anchor_refs(data: dict, folder: Path, source: str) -> dict:
-    """``data`` (a scenario file's parsed TOML) with its file references (``processor``,
-    ``fanout.processor``) and ``processor_path`` made absolute against ``folder``, the
-    scenario file's folder. Raises ``ScenarioError`` (``source``, the field) when such a file
-    or folder does not exist there. Other values are left for validation."""
-    data = dict(data)
-    fanout = dict(data["fanout"]) if isinstance(data.get("fanout"), dict) else None
-    for table, key, field in ((data, "processor", "processor"), (fanout, "processor", "fanout.processor")):
-        ref = table.get(key) if table is not None else None
-        if not isinstance(ref, str) or not is_file_ref(ref) or ":" not in ref:
-            continue
-        target, _, name = ref.rpartition(":")
-        file = (folder / target).resolve()
-        if not file.is_file():
-            raise ScenarioError(f"{source}: {field}: file {target!r} not found (a relative path is taken "
-                                f"from the scenario file's folder, {folder.resolve()})")
-        table[key] = f"{file}:{name}"
-    if fanout is not None:
-        data["fanout"] = fanout
-    extra = data.get("processor_path")
-    if isinstance(extra, str) and extra:
-        place = (folder / extra).resolve()
-        if not place.is_dir():
-            raise ScenarioError(f"{source}: processor_path: folder {extra!r} not found (a relative path is "
-                                f"taken from the scenario file's folder, {folder.resolve()})")
-        data["processor_path"] = str(place)
-    return data
 
 
 _OLD_NAMES = {"model": "acksim.model", "sim": "acksim"}

@@ -24,17 +24,13 @@ every loan whose holder died at least ``heartbeat_ttl_s`` before (its heartbeat 
 and records the sweep ("recovery_sweep", detail "<moment> recovered=N"). A loan of a live
 consumer is never taken. With the redelivery "claim" and no claimer (``sweep_interval_s``
 0) the sweep is the only way back, and recovery time runs into hours: until the next
-process start after the interval, or the next traffic. Times are virtual seconds.
+process start after the interval, or the next traffic. Times are virtual seconds. ``q`` is the
+``Queue`` (``acksim.world.queue``), which imports this module: named, not imported.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from acksim.world.delivery_limit import returned
-
-if TYPE_CHECKING:
-    from acksim.world.queue import Queue
 
 
 class RecoverySweeps:
@@ -45,7 +41,7 @@ class RecoverySweeps:
     instant, after the operation that triggered it (a zero-delay timer, so it never runs
     inside the queue's own dispatch)."""
 
-    def __init__(self, q: Queue) -> None:
+    def __init__(self, q) -> None:
         self.q = q
         self.moment = q.config.recovery_sweep
         self._alive: set[str] = set()  # consumers whose current process has received

@@ -2,27 +2,28 @@
 run``, ``compare``, sweeps and ``acksim.simulate`` run the code under test.
 
 The child builds the ``World`` (so the processor is imported there, never in the judging
-process), runs it to the end (a hung processor the in-process watchdog stopped ends the run,
-judged on what happened), and sends back a ``WorldRun``: the history and final state, the
-processor's own errors, an ``ImportError`` it raised, and the threads it left running. When
-the child dies or is killed instead, the run is the finding: an empty history, a final state
-``stopped_early`` with ``contained`` naming the finding (``processor_killed_worker`` or
-``processor_hung``), and the text as the processor's error. The child makes its temporary
-files (SQLite stores, the fan-out's records) inside a folder the parent made and removes, so
-a killed child leaves no folder behind.
+process; the caller names the world's class), runs it to the end (a hung processor the
+in-process watchdog stopped ends the run, judged on what happened), and sends back a
+``WorldRun``: the history and final state, the processor's own errors, an ``ImportError`` it
+raised, and the threads it left running. When the child dies or is killed instead, the run
+is the finding: an empty history, a final state ``stopped_early`` with ``contained`` naming
+the finding (``processor_killed_worker`` or ``processor_hung``), and the text as the
+processor's error. The child makes its temporary files (SQLite stores, the fan-out's
+records) inside a folder the parent made and removes, so a killed child leaves no folder
+behind.
 """
 
 from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 from acksim.history import pack, unpack
+from acksim.outcome import FinalState, Outcome, pack_final, unpack_final
 from acksim.scenario import Scenario
-from acksim.world.budget import young_collections
+from acksim.collector import young_collections
 from acksim.world.contain import Child, Died
-from acksim.world.core import FinalState, Outcome, pack_final, unpack_final
 
 
 @dataclass(frozen=True)
@@ -40,17 +41,19 @@ class WorldRun:
     contained: str = ""
 
 
-def run_world(scenario: Scenario, processor: Callable | str | None = None, *,
+def run_world(scenario: Scenario, processor: Callable | str | None = None, *, world: Callable[..., Any],
               progress: Callable[[float], None] | None = None,
-              planned_end: Callable[[float], None] | None = None, fanout: bool = False) -> WorldRun:
+              planned_end: Callable[[float], None] | None = None) -> WorldRun:
     """Run ``scenario`` with ``processor`` (a reference, a callable, or None: the scenario's)
-    in a fresh supervised child. ``progress`` receives the virtual time now and then,
-    ``planned_end`` the last planned event's time first (for a progress bar); ``fanout``: a
-    ``FanoutWorld`` (the shipment design) instead of a ``World``. Raises what ``World``
-    raises (``ScenarioError`` for a processor reference that does not load, an impossible
-    store configuration) and ``KeyboardInterrupt``; never what the processor does."""
+    in a fresh supervised child, in the world the child builds as ``world(scenario,
+    processor)``: ``acksim.world.core.World``, or ``acksim.world.fanout.FanoutWorld`` (the
+    shipment design; the caller names the class, this module imports neither). With a
+    ``World``, ``progress`` receives the virtual time now and then, ``planned_end`` the last
+    planned event's time first (for a progress bar). Raises what the world raises
+    (``ScenarioError`` for a processor reference that does not load, an impossible store
+    configuration) and ``KeyboardInterrupt``; never what the processor does."""
     with tempfile.TemporaryDirectory(prefix="acksim-") as tmp:
-        target = _target(processor, tmp, fanout, progress is not None or planned_end is not None)
+        target = _target(world, processor, tmp, progress is not None or planned_end is not None)
 
         def relay(message):
             kind, value = message
@@ -76,21 +79,14 @@ def killed_run(finding: str, text: str) -> WorldRun:
     return WorldRun(Outcome((), final), ((0.0, "worker", None, text),), contained=finding)
 
 
-def _target(processor, tmp: str, fanout: bool, report_progress: bool):
+def _target(world_class: Callable[..., Any], processor, tmp: str, report_progress: bool):
     def target(scenario: Scenario, emit):
         from acksim.world.interleave import ProcessorHung
 
         tempfile.tempdir = tmp  # the parent removes it, whatever becomes of this process
 
-        if fanout:
-            from acksim.world.fanout import FanoutWorld
-
-            world = FanoutWorld(scenario, processor)
-        else:
-            from acksim.world.core import World
-
-            world = World(scenario, processor)
-        if report_progress and not fanout:
+        world = world_class(scenario, processor)
+        if report_progress:
             emit(("planned_end", world._planned_end()))
             world.progress = lambda now: emit(("now", now))
         try:

@@ -13,20 +13,16 @@ but once its loan ends without an ack its next delivery is a tombstone ("deliver
 "count_missing" removes it from the PEL ("tombstone_discarded"); "ack" acks it as if it had
 been processed ("acked", detail "tombstone"), which ``ack_after_durable`` reports (an ack of
 due work that never committed) and ``no_lost_work`` reports anyway (the job was trimmed).
-Times are virtual seconds.
+Times are virtual seconds. ``q`` is the ``Queue`` (``acksim.world.queue``), which imports this
+module: named, not imported.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from acksim.world.message import Delivery, _Message
 
-if TYPE_CHECKING:
-    from acksim.world.queue import Queue
 
-
-def trim_pending(q: Queue, msg: _Message) -> bool:
+def trim_pending(q, msg: _Message) -> bool:
     """The length cap reached ``msg``: with ``queue.tombstones`` and ``msg`` in flight, keep
     its id pending as a tombstone, record "trimmed" ("in_flight:tombstone") and return True;
     otherwise return False (the caller deletes it)."""
@@ -38,7 +34,7 @@ def trim_pending(q: Queue, msg: _Message) -> bool:
     return True
 
 
-def discard(q: Queue, delivery: Delivery, consumer: str) -> bool:
+def discard(q, delivery: Delivery, consumer: str) -> bool:
     """``consumer`` counts the tombstone ``delivery`` missing and removes its id from the
     PEL (no ack: nothing was done). Records "tombstone_discarded"; returns whether the
     entry was still pending on this loan."""

@@ -16,7 +16,11 @@ def _resolve(dotted: str) -> object:
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
         module = ".".join(parts[:cut])
-        if importlib.util.find_spec(module) is not None:
+        try:
+            spec = importlib.util.find_spec(module)
+        except ModuleNotFoundError:  # a name inside a module, not a submodule
+            spec = None
+        if spec is not None:
             obj = importlib.import_module(module)
             for attr in parts[cut:]:
                 obj = getattr(obj, attr)

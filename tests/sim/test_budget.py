@@ -131,7 +131,7 @@ def test_young_collections_overlapping_on_two_threads_put_the_thresholds_back_on
     import gc
     import threading
 
-    from acksim.world.budget import RUN_GC_THRESHOLDS, young_collections
+    from acksim.collector import RUN_GC_THRESHOLDS, young_collections
 
     before = gc.get_threshold()
     other_in, other_may_leave = threading.Event(), threading.Event()

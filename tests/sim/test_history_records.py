@@ -75,7 +75,7 @@ def test_a_final_state_packed_for_the_parent_comes_back_equal():
 
     from acksim.model.job import Account
     from acksim.model.store_api import OutboxEvent
-    from acksim.world.core import FinalState, pack_final, unpack_final
+    from acksim.outcome import FinalState, pack_final, unpack_final
 
     final = FinalState((Account("a1", 2, False, datetime(2026, 1, 1, tzinfo=timezone.utc)),
                         Account("a2", 1, True, datetime(2026, 1, 2, tzinfo=timezone.utc))),

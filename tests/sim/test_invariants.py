@@ -9,7 +9,7 @@ from acksim.model.store_api import OutboxEvent
 from acksim.history import Record
 from acksim.judges.invariants import (INVARIANTS, ack_after_durable, at_most_once_effect, check_all,
                             effect_with_outbox, no_cleanup_after_renewal, no_lost_work)
-from acksim.world.core import FinalState
+from acksim.outcome import FinalState
 
 A = "acct-1"
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)

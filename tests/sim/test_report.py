@@ -20,7 +20,8 @@ from acksim.report.outdir import UsageError
 from acksim.report.plots.timeline import choose_lanes, clock, natural_key, plot_worker_timeline
 from acksim.report.plots.timeline_window import choose_window
 from acksim.report.summary_json import render_summary_json
-from acksim.report.tables import format_figure, format_seconds, summarise_example, verdict
+from acksim.judges.figure_text import format_figure, format_seconds
+from acksim.report.tables import summarise_example, verdict
 from acksim.judges.series import attempt_spans
 from acksim.judges.slo import slo_section
 

@@ -96,7 +96,7 @@ def test_the_harness_reads_real_time_between_switches(tmp_path):
 
 
 def test_huge_and_unprintable_exception_texts_are_kept_safely_and_cut():
-    from acksim.world.core import error_text
+    from acksim.printable import error_text
 
     class Unprintable(Exception):
         def __str__(self):

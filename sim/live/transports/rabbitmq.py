@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 
-from acksim.live.transports import Received, Transport
+from acksim.live.transports.base import Received, Transport
 
 RABBIT_QUEUE, RABBIT_DLX, RABBIT_DLQ = "acksim.jobs", "acksim.dlx", "acksim.dead-letter"
 

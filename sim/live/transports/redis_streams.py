@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from acksim.live.transports import Received, Transport
+from acksim.live.transports.base import Received, Transport
 
 STREAM, GROUP, DLQ_STREAM = "acksim:jobs", "acksim-workers", "acksim:dead-letter"
 

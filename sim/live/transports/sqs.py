@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 
-from acksim.live.transports import Received, Transport
+from acksim.live.transports.base import Received, Transport
 
 SQS_QUEUE, SQS_DLQ = "acksim-jobs", "acksim-dead-letter"
 
