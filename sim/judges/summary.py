@@ -180,7 +180,7 @@ def parameters(scenario: Scenario, processor: str | None = None) -> dict[str, An
 
 
 def _mechanisms(scenario: Scenario) -> dict[str, Any]:
-    """The issue-13 mechanisms a scenario enables (only those not at their defaults, so a
+    """The queue mechanisms a scenario enables (only those not at their defaults, so a
     scenario without them reports what it reported before): the delivery limit, ack by id,
     recovery sweeps, tombstones, the scheduler's record-then-publish order."""
     q, w, sc = scenario.queue, scenario.workers, scenario.scheduler
