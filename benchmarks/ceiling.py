@@ -56,9 +56,9 @@ STORE_CLASSES = {"memory": (MemoryAccounts, MemoryCleanupStore, MemoryOutbox, Me
                  "sqlite": (SqliteAccounts, SqliteCleanupStore, SqliteOutbox, SqliteSession)}
 
 # who made a store call, by the module that called it: the design under test (the processor's
-# calls come through the proxies of ``acksim.world.interleave``; the worker's attempt
+# calls come through the proxies of ``acksim.world.sandbox.interleave``; the worker's attempt
 # (``acksim.world.attempt``) and its crash clean-up own the unit of work; the outbox relay and the scheduler are the design's other actors) or not: the
-# simulated players (``acksim.world.renewals``: creating accounts, renewing, deleting), which
+# simulated players (``acksim.world.actors.renewals``: creating accounts, renewing, deleting), which
 # a harness could seed and change far more cheaply, and the harness's own reads
 DESIGN = ("processor", "unit of work", "outbox relay", "scheduler")
 _CALLERS = {"interleave.py": "processor", "attempt.py": "unit of work", "worker.py": "unit of work", "outbox_relay.py": "outbox relay",

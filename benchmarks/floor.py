@@ -30,8 +30,8 @@ import simpy
 from greenlet import greenlet
 import time_machine
 
-from acksim.world.interleave import Attempt
-from acksim.world.vclock import VirtualClock
+from acksim.world.sandbox.interleave import Attempt
+from acksim.world.sandbox.vclock import VirtualClock
 
 ROUNDS = 5
 

@@ -25,7 +25,7 @@ def young_collections() -> Iterator[None]:
     every object alive, the whole history and world state of a long run, so with the default
     thresholds whatever makes millions of records pays more the longer the history is: a run
     (``World.run``; about a tenth of a 100k-account day's time), and outside it a supervised
-    child's answer pickled, sent, read and rebuilt (``acksim.world.supervised``) and the
+    child's answer pickled, sent, read and rebuilt (``acksim.world.sandbox.supervised``) and the
     judges (``acksim.judges.summary.build_summary``). Cycles that become garbage young (a
     crashed attempt's frames) are still collected in the block, older ones by the first full
     collection after it. Blocks may nest and overlap across threads (runs on a Dask worker's

@@ -50,7 +50,7 @@ _new_record = tuple.__new__  # ``_new_record(Record, fields)``: a record without
 
 def pack(records: Iterable[Record]) -> list[tuple]:
     """``records`` as plain tuples of their fields (``COLUMNS`` order): what a supervised
-    child sends (``acksim.world.contain``), pickled several times faster than records."""
+    child sends (``acksim.world.sandbox.contain``), pickled several times faster than records."""
     return list(map(tuple, records))
 
 
@@ -90,7 +90,7 @@ KINDS: tuple[str, ...] = (
     "scheduler_crashed", "worker_killed", "publish_recorded",
     # the shipment fan-out design (acksim.world.fanout)
     "send", "subscriber_effect", "subscriber_duplicate", "delivery_recorded", "update_completed",
-    # pauses, partitions, broker restarts (acksim.world.links, acksim.world.broker)
+    # pauses, partitions, broker restarts (acksim.world.links, acksim.world.queue.broker)
     "worker_paused", "worker_resumed", "partition_started", "partition_healed", "ack_failed",
     "broker_down", "broker_restarted", "publish_deferred",
 )

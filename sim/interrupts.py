@@ -6,10 +6,10 @@ The command line runs every command inside ``handled()``: both signals raise
 stores and report folders removed, pool workers terminated) and the command exits 130. The
 handler notes that a signal arrived; a ``KeyboardInterrupt`` out of processor code with no
 signal noted is the processor's own doing, judged as a processor error (exit 1), not an
-interrupt (``acksim.world.interleave``). Outside ``handled()`` (acksim used as a library,
+interrupt (``acksim.world.sandbox.interleave``). Outside ``handled()`` (acksim used as a library,
 the pytest plugin) no handler of ours is installed and every ``KeyboardInterrupt`` is taken
 as the user's. The code under test runs in a supervised child process outside the command's
-process group (``acksim.world.contain``): a SIGINT or SIGTERM it sends its own process kills
+process group (``acksim.world.sandbox.contain``): a SIGINT or SIGTERM it sends its own process kills
 that child, a finding, never read as the user's.
 
 Pool workers (``acksim sweep``, ``acksim compare``) start with ``in_worker``: Ctrl-C at a
@@ -33,7 +33,7 @@ INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-
 
 
 def _handler(signum, frame) -> None:
-    interleave = sys.modules.get("acksim.world.interleave")
+    interleave = sys.modules.get("acksim.world.sandbox.interleave")
     if signum == signal.SIGINT and interleave is not None and interleave._WATCHDOG.fired:
         raise KeyboardInterrupt  # the watchdog stopping a hung processor, not the user
     _state["received"] = signum
@@ -74,7 +74,7 @@ def in_worker() -> None:
 
 
 def _worker_sigint(signum, frame) -> None:
-    interleave = sys.modules.get("acksim.world.interleave")
+    interleave = sys.modules.get("acksim.world.sandbox.interleave")
     if interleave is not None and interleave._WATCHDOG.fired:
         raise KeyboardInterrupt  # the watchdog stopping a hung processor
 

@@ -31,7 +31,7 @@ class FinalState:
     end_s: float
     stopped_early: bool = False
     stop_reason: str = ""  # one line: which guard stopped the run early, and why
-    contained: str = ""  # the finding a supervised child's death or kill is (acksim.world.supervised)
+    contained: str = ""  # the finding a supervised child's death or kill is (acksim.world.sandbox.supervised)
 
 
 _ACCOUNT_FIELDS = attrgetter(*(f.name for f in fields(Account)))
@@ -41,7 +41,7 @@ _OUTBOX_FIELDS = attrgetter(*(f.name for f in fields(OutboxEvent)))
 def pack_final(final: FinalState) -> tuple:
     """``final`` as ``(accounts, outbox events, the rest)``: the accounts and outbox events as
     tuples of their fields, the rest the ``FinalState`` without them. What a supervised child
-    sends (``acksim.world.supervised``): a long run's hundreds of thousands of frozen
+    sends (``acksim.world.sandbox.supervised``): a long run's hundreds of thousands of frozen
     dataclasses pickle and unpickle about twice as fast so (pickle's own way for them is a
     Python-level ``__setstate__`` each). ``unpack_final`` rebuilds it."""
     return (tuple(map(_ACCOUNT_FIELDS, final.accounts)), tuple(map(_OUTBOX_FIELDS, final.outbox)),

@@ -54,7 +54,7 @@ def acksim_check(request):
     from acksim.search.api import check as run_search
     from acksim.search.findings import render_findings
     from acksim.search.replay import save_findings
-    from acksim.world.processor_ref import processor_folder
+    from acksim.world.sandbox.processor_ref import processor_folder
 
     root = Path(request.config.rootpath)
     calls = request.config.stash.setdefault(_CALLS, [])

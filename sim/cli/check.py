@@ -26,8 +26,8 @@ from acksim.search.check import base_scenario
 from acksim.search.design import DESIGN_OPTIONS, describe, design_of
 from acksim.search.findings import check_verdict, junit_suite, render_findings, render_flaky, verdict_lines
 from acksim.search.replay import confirm_findings, save_findings
-from acksim.world.processor_ref import canonical_ref, processor_folder
-from acksim.world.supervised import check_loads
+from acksim.world.sandbox.processor_ref import canonical_ref, processor_folder
+from acksim.world.sandbox.supervised import check_loads
 
 
 def add_check_parser(sub) -> None:

@@ -26,7 +26,7 @@ from acksim.scenario.presets import PRESETS
 from acksim.scenario import read_data
 from acksim.report import staged
 from acksim.scenario.file_refs import anchor_refs
-from acksim.world.processor_ref import canonical_ref
+from acksim.world.sandbox.processor_ref import canonical_ref
 from acksim.search.candidates import resolve as resolve_candidate
 from acksim.search.design import merge_design
 from acksim.report.plots._canvas import new_figure, to_png

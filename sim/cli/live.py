@@ -47,7 +47,7 @@ def live_scenario(args):
     from acksim.search.candidates import candidate_design
     from acksim.search.check import base_scenario
     from acksim.search.design import design_of
-    from acksim.world.supervised import check_loads
+    from acksim.world.sandbox.supervised import check_loads
 
     scale = DEFAULT_TIME_SCALE if args.time_scale is None else args.time_scale
     if not (math.isfinite(scale) and 0.001 <= scale <= 10.0):
@@ -131,7 +131,7 @@ def cmd_crosscheck(args) -> int:
     from acksim.live.crosscheck import fit_scale, for_broker, livable, pick, run_rows
     from acksim.live.crosscheck_report import write_crosscheck
     from acksim.model.candidates import CANDIDATES
-    from acksim.world.supervised import check_loads
+    from acksim.world.sandbox.supervised import check_loads
 
     if not args.scenario and args.runs <= 0:
         raise UsageError("crosscheck: give at least one scenario file or --runs N")

@@ -103,7 +103,7 @@ def _progress_bar(total: float):
         return None, lambda: None
     from tqdm import tqdm
 
-    from acksim.world.vclock import real_time
+    from acksim.world.sandbox.vclock import real_time
 
     bar = tqdm(total=round(total), unit="vs", desc="simulating", file=sys.stderr, leave=False)
     bar._time = real_time  # the world's wall clocks read virtual time while it runs
@@ -139,7 +139,7 @@ def cmd_run(args) -> int:
     from acksim.report import write_report
     from acksim.report.junit import check_junit_path, run_suite
     from acksim.world.core import World
-    from acksim.world.supervised import check_loads, run_world
+    from acksim.world.sandbox.supervised import check_loads, run_world
 
     if scenario.fanout.updates:
         return _run_fanout(scenario, args)
@@ -154,7 +154,7 @@ def cmd_run(args) -> int:
     def planned_end(end_s: float) -> None:
         bar["update"], bar["close"] = _progress_bar(end_s)
 
-    # the world runs in a supervised child (acksim.world.supervised), by reference: each worker
+    # the world runs in a supervised child (acksim.world.sandbox.supervised), by reference: each worker
     # start gets a fresh copy of the code; SIGTERM and Ctrl-C kill the child and unwind here
     tty = sys.stderr.isatty()
     try:
@@ -224,7 +224,7 @@ def _run_fanout(scenario, args) -> int:
     from acksim.report import write_report
     from acksim.report.junit import check_junit_path, run_suite
     from acksim.world.fanout import FANOUT_PARAMS, FanoutWorld
-    from acksim.world.supervised import check_loads, run_world
+    from acksim.world.sandbox.supervised import check_loads, run_world
     from acksim.judges.summary import passed, reasons_text
 
     ref, field = (args.processor, "--processor") if args.processor else (scenario.fanout.processor, "fanout.processor")
@@ -233,7 +233,7 @@ def _run_fanout(scenario, args) -> int:
     check_out_dir(out)
     if args.junit_xml:
         check_junit_path(args.junit_xml, out=out)
-    run = run_world(scenario, ref, world=FanoutWorld)  # in a supervised child, as acksim.world.supervised says
+    run = run_world(scenario, ref, world=FanoutWorld)  # in a supervised child, as acksim.world.sandbox.supervised says
     outcome = run.outcome
     summary = build_fanout_summary(scenario, outcome, args.processor)
     c = summary["counts"]

@@ -107,14 +107,14 @@ def ack_lost_to_partition_or_restart(history: Sequence[Record]) -> bool:
     return False
 def delivery_recovered_by_sweep_after_visibility_timeout(history: Sequence[Record]) -> bool:
     """A dead consumer's delivery was handed back by a recovery sweep later than its
-    visibility timeout would have (``acksim.world.recovery``: detail "recovered:...:late")."""
+    visibility timeout would have (``acksim.world.queue.recovery``: detail "recovered:...:late")."""
     return any(r.kind == "visibility_expired" and r.detail.startswith("recovered:") and r.detail.endswith(":late")
                for r in history)
 
 
 def tombstone_delivered(history: Sequence[Record]) -> bool:
     """An entry whose body was trimmed while pending was delivered again as an id with no
-    payload (``acksim.world.tombstones``)."""
+    payload (``acksim.world.queue.tombstones``)."""
     return any(r.kind == "delivered" and r.detail == "tombstone" for r in history)
 
 

@@ -39,7 +39,7 @@ from acksim.model.store_api import DbOptions
 from acksim.outcome import FinalState, Outcome
 from acksim.scenario import Scenario, ScenarioError
 from acksim.world.core import stream
-from acksim.world.renewals import Renewals, plan_workload, planned_workload
+from acksim.world.actors.renewals import Renewals, plan_workload, planned_workload
 
 DEFAULT_TIME_SCALE = 0.05  # wall seconds per virtual second
 TICK_S = 0.01  # wall seconds the loop sleeps at most between looks

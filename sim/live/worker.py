@@ -64,7 +64,7 @@ def run_worker(cfg: WorkerConfig, deliveries, stop) -> None:
     from acksim.scenario.loading import parse
     from acksim.world.core import stream
     from acksim.world.faults import FaultPlan
-    from acksim.world.processor_ref import load_processor
+    from acksim.world.sandbox.processor_ref import load_processor
 
     scenario = parse(cfg.scenario, "live scenario")
     journal = Journal(Path(cfg.journal), cfg.t0, cfg.time_scale)

@@ -4,7 +4,7 @@ A processor reference names a module (``package.module:function``) or a file
 (``path/to/file.py:function``); a file reference in a scenario file, and its
 ``processor_path``, are relative to the scenario file's folder, so a scenario runs the same
 from any current folder. ``anchor_refs`` makes them absolute before validation; loading the
-code they name is ``acksim.world.processor_ref``'s.
+code they name is ``acksim.world.sandbox.processor_ref``'s.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ class PlannedAccount(_Section):
 
 
 class PlannedStep(_Section):
-    """A lifecycle step of an explicit plan (see ``acksim.world.renewals``): ``amount_s`` is the
+    """A lifecycle step of an explicit plan (see ``acksim.world.actors.renewals``): ``amount_s`` is the
     extension of an "extend"."""
 
     at_s: float = Field(ge=0.0, le=HORIZON_S)

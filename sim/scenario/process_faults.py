@@ -2,7 +2,7 @@
 data (``[[faults.pauses]]``, ``[[faults.partitions]]``, ``[[faults.broker_restarts]]``).
 
 Each is a window of virtual seconds ``[at_s, at_s + duration)``; what the world does inside
-it is ``acksim.world.links`` (pauses and partitions) and ``acksim.world.broker`` (restarts).
+it is ``acksim.world.links`` (pauses and partitions) and ``acksim.world.queue.broker`` (restarts).
 Sources: docs/queue-semantics.md, section 12.
 """
 

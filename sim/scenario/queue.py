@@ -49,12 +49,12 @@ class Queue(_Section):
     SQS DeleteMessage with an outdated receipt handle deletes nothing) or by its id, whoever
     holds it now ("message_id": Redis Streams XACK), so the first run to finish deletes it.
 
-    ``recovery_sweep`` (``acksim.world.recovery``): a dead consumer's deliveries are also
+    ``recovery_sweep`` (``acksim.world.queue.recovery``): a dead consumer's deliveries are also
     handed back by a sweep, at a process start ("process_start", Sidekiq super_fetch) or at
     broker traffic ("traffic", RQ's maintenance), at most once per ``recovery_interval_s``
     (Sidekiq: 3600 s), each loan once its holder has been dead ``heartbeat_ttl_s`` (60 s).
 
-    ``tombstones`` (``acksim.world.tombstones``, Redis Streams): the length cap trims a
+    ``tombstones`` (``acksim.world.queue.tombstones``, Redis Streams): the length cap trims a
     pending entry's body but keeps its id pending; once its loan ends without an ack it is
     delivered again as an id with no payload (``workers.on_tombstone`` says what the worker
     does with it).
@@ -69,14 +69,14 @@ class Queue(_Section):
     At a broker restart (``[[faults.broker_restarts]]``) ``on_broker_restart`` says what
     becomes of the deliveries in flight: left to their lease ("lease"), requeued at once
     ("requeue", RabbitMQ) or lost with every message ("lost", no persistence); the messages
-    published ``broker_lost_writes_s`` before the restart are lost (``acksim.world.broker``).
+    published ``broker_lost_writes_s`` before the restart are lost (``acksim.world.queue.broker``).
 
     ``prefetch`` > 1: a worker that receives takes up to that many deliveries at once (AMQP
     prefetch, a batch receive, a stream read with a count) and runs them one after another;
-    each one's lease runs from its receipt (``acksim.world.prefetch``). With
+    each one's lease runs from its receipt (``acksim.world.queue.prefetch``). With
     ``ack_timeout_ends_consumer`` the ack timeout of "consumer_death" redelivery also ends the
     consumer process, which restarts after ``workers.restart_delay_s``
-    (``acksim.world.consumer_timeout``).
+    (``acksim.world.queue.consumer_timeout``).
     """
 
     preset: str = Field("rest-queue", min_length=1, max_length=100)
@@ -104,14 +104,14 @@ class Queue(_Section):
     requeue_at_head: bool = False
     ack_latency_s: float = Field(0.002, ge=0.0, le=60.0)
     redrive_at_s: Annotated[tuple[Seconds, ...], Tupled] = ()
-    # broker restarts ([[faults.broker_restarts]], acksim.world.broker)
+    # broker restarts ([[faults.broker_restarts]], acksim.world.queue.broker)
     on_broker_restart: Literal["lease", "requeue", "lost"] = "lease"
-    # deliveries a worker holds at once (acksim.world.prefetch), 1 = one at a time
+    # deliveries a worker holds at once (acksim.world.queue.prefetch), 1 = one at a time
     prefetch: int = Field(1, ge=1, le=1000)
-    # "consumer_death": the ack timeout also ends the consumer's process (acksim.world.consumer_timeout)
+    # "consumer_death": the ack timeout also ends the consumer's process (acksim.world.queue.consumer_timeout)
     ack_timeout_ends_consumer: bool = False
     broker_lost_writes_s: float = Field(0.0, ge=0.0, le=DAY)
-    # the delivery limit, recovery sweeps, tombstones and ack by (acksim.world.delivery_limit, recovery, tombstones; ack_by in Queue.ack)
+    # the delivery limit, recovery sweeps, tombstones and ack by (acksim.world.queue.delivery_limit, recovery, tombstones; ack_by in Queue.ack)
     delivery_limit: int = Field(0, ge=0, le=1000)
     ack_by: Literal["receipt", "message_id"] = "receipt"
     recovery_sweep: Literal["none", "process_start", "traffic"] = "none"

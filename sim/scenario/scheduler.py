@@ -28,7 +28,7 @@ class Scheduler(_Section):
     ``instances`` schedulers with the same schedule and no leader each publish every job.
     ``publish_crash_probability``: a scheduler instance crashes after a publish and before
     recording it, and publishes the job again ``restart_delay_s`` later.
-    ``order`` "record_then_publish" (``acksim.world.publish_records``) records the job first:
+    ``order`` "record_then_publish" (``acksim.world.actors.publish_records``) records the job first:
     the crash then falls between the record and the publish, and a sweeper every
     ``sweep_interval_s`` publishes the records left unpublished ``sweep_after_s``.
     """

@@ -25,8 +25,8 @@ class Workers(_Section):
     (an attempt that makes fewer calls does no work). ``stop_when_lease_lost``: before committing, the
     worker checks that it still holds the delivery's lease and rolls back if not.
     ``execution_timeout_s`` > 0 hard-kills an attempt that has run that long (a time limit, a
-    start-to-close timeout: crash kind "execution_timeout", ``acksim.world.time_limits``).
-    ``on_tombstone`` (``acksim.world.tombstones``): a delivery with no payload (a trimmed
+    start-to-close timeout: crash kind "execution_timeout", ``acksim.world.actors.time_limits``).
+    ``on_tombstone`` (``acksim.world.queue.tombstones``): a delivery with no payload (a trimmed
     entry's id) is counted missing and removed from the pending list ("count_missing"), or
     acked as if done ("ack": a finding, ``ack_after_durable``)."""
 
@@ -41,6 +41,6 @@ class Workers(_Section):
     service_time_call: int = Field(0, ge=0, le=1000)  # with service_time_at "after_call"
     stop_when_lease_lost: bool = False
     service_time_distribution: Literal["exponential", "constant"] = "exponential"
-    # a hard limit per attempt, 0 = none (acksim.world.time_limits: T-AF, A-CFG, GCT-TASK)
+    # a hard limit per attempt, 0 = none (acksim.world.actors.time_limits: T-AF, A-CFG, GCT-TASK)
     execution_timeout_s: float = Field(0.0, ge=0.0, le=DAY)
     on_tombstone: Literal["count_missing", "ack"] = "count_missing"

@@ -26,8 +26,8 @@ def check(processor: Callable | str, *, scenario: str | Path | None = None, max_
     from acksim.scenario import load
     from acksim.search.check import base_scenario, run_check
     from acksim.search.design import describe, design_of
-    from acksim.world.processor_ref import canonical_ref, check_processor, reference_of
-    from acksim.world.supervised import check_loads
+    from acksim.world.sandbox.processor_ref import canonical_ref, check_processor, reference_of
+    from acksim.world.sandbox.supervised import check_loads
 
     sections = design_of(design)  # raises ScenarioError for an unknown option
     if isinstance(processor, str):

@@ -24,16 +24,16 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 from acksim.judges.hazards import HAZARDS, hazards_hit
 from acksim.history import Record, pack, unpack
 from acksim.outcome import pack_final, unpack_final
-from acksim.world.interleave import ProcessorHung
+from acksim.world.sandbox.interleave import ProcessorHung
 from acksim.judges.invariants import check_all
 from acksim.scenario import CRASH_PHASES, Scenario, parse
 from acksim.search.constants import pinned_constants
 from acksim.search.design import merge_design
 from acksim.search.findings import FINDINGS
 from acksim.search.strategies import check_scenarios
-from acksim.world.contain import Child, Died, Reply
+from acksim.world.sandbox.contain import Child, Died, Reply
 from acksim.world.core import World
-from acksim.world.supervised import killed_run
+from acksim.world.sandbox.supervised import killed_run
 
 # the world every example starts from unless the user names a scenario: small and fast
 CHECK_BASE: dict = {
@@ -75,8 +75,8 @@ class ExampleResult:
 
 def run_example(scenario: Scenario, processor: Callable | str, child: Child | None = None) -> ExampleResult:
     """Run one world to the end and judge it. ``processor``: a reference (each worker start
-    of the example gets a fresh copy of the code, ``acksim.world.code``) or a callable run as
-    given. The world runs in ``child``, a supervised child process (``acksim.world.contain``;
+    of the example gets a fresh copy of the code, ``acksim.world.sandbox.code``) or a callable run as
+    given. The world runs in ``child``, a supervised child process (``acksim.world.sandbox.contain``;
     a ``Child`` of ``example_target(processor, folder)``), or in a fresh one when None; the
     judges run here, on the history it sends back. A child that dies is the finding
     ``processor_killed_worker``, one killed for hanging ``processor_hung``, judged on an
@@ -168,7 +168,7 @@ def run_check(processor: Callable | str, base: Scenario, *, max_examples: int = 
     raised. With ``stop_at`` the search ends as soon as one of those kinds is found. Raises
     whatever the harness itself raises (never the processor's errors). Every example runs in
     one long-lived supervised child process (a fresh one after a death, a kill or threads
-    left behind: ``acksim.world.contain``); ``contained=False`` runs them in this process
+    left behind: ``acksim.world.sandbox.contain``); ``contained=False`` runs them in this process
     instead, where a processor's ``os._exit``, fatal signal or blocking call ends or hangs
     the check itself.
     """

@@ -1,5 +1,8 @@
-"""The simulated world and its actors, each a SimPy process named after what it models:
-``scheduler``, ``queue``, ``worker``, ``renewals``, ``outbox_relay``, ``faults`` (the fault
-injector); ``interleave`` runs the code under test in a greenlet so that virtual time passes
-at every store call; ``core`` builds one world from a scenario and runs it; ``fanout`` is the
-shipment fan-out design's world."""
+"""The simulated world, one SimPy environment in virtual seconds. Its parts, one folder each:
+``actors`` (the scheduler, the workers, the players' renewals, the outbox relay: SimPy processes
+named after what they model), ``queue`` (the at-least-once queue and its mechanisms) and
+``sandbox`` (the code under test's process images, virtual clock and greenlet interleaving).
+Beside them: ``attempt`` (the worker's attempt, written once and driven by the simulation and
+the live mode alike), the faults (``faults``, ``links``, ``pauses``, ``partitions``), ``core``
+(builds one world from a scenario and runs it), ``fanout`` (the shipment fan-out design's
+world) and the run's guards (``budget``, ``cost``, ``skip``, ``ticks``)."""

@@ -3,7 +3,7 @@
 The cleanup design's attempt (``cleanup_attempt``): with ``workers.ack_policy =
 "before_processing"`` ack first; a poison job kills the worker; the job's own work
 (``workers.service_time_*``); then, up to ``conflict_retries + 1`` times: begin the unit of
-work, run the processor step by step (``acksim.world.interleave.Attempt``: every store call
+work, run the processor step by step (``acksim.world.sandbox.interleave.Attempt``: every store call
 is a point where time passes, a pause or partition may hold the worker, and the fault plan
 may crash it before or after the call), commit and record what the stores committed. Then
 ack, or, after a conflict that outlived its retries or an error of the processor's own,
@@ -13,7 +13,7 @@ in its processor's decision: ack, nack with a delay, or dead-letter.
 
 Each attempt is a generator driven by a port, the few things a driver does its own way
 (``WorkerPort``): the SimPy worker's port waits in virtual time by yielding SimPy events
-(``acksim.world.worker``), the live worker's sleeps on the wall clock and yields nothing
+(``acksim.world.actors.worker``), the live worker's sleeps on the wall clock and yields nothing
 (``acksim.live.worker``), and both write the same record kinds through ``port.record``. A
 crash is ``WorkerCrash``, raised out of the generator: the driver cleans up (the simulation)
 or dies for real (the live mode).
@@ -26,7 +26,7 @@ from typing import Any, Callable, ContextManager, Iterator, Protocol
 
 from acksim.model.errors import ConflictError
 from acksim.printable import error_line
-from acksim.world.interleave import Attempt, Finished, ProcessorHung, Sleep, StoreCall
+from acksim.world.sandbox.interleave import Attempt, Finished, ProcessorHung, Sleep, StoreCall
 from acksim.world.links import StoreUnreachable
 
 WRITE_METHODS = frozenset({"apply_once", "add_once", "put", "delete", "mark_sent", "mark_failed"})
@@ -47,7 +47,7 @@ class WorkerPort(Protocol):
     """What an attempt needs of its driver. Plain attributes: ``name`` (the worker),
     ``rng`` (its random stream), ``session`` (its unit of work: ``begin``, ``commit`` ->
     committed writes, ``rollback``, ``in_transaction``, the stores), ``processor`` (the
-    function and the worker's image or None, ``acksim.world.code``), ``workers`` (the
+    function and the worker's image or None, ``acksim.world.sandbox.code``), ``workers`` (the
     scenario's ``[workers]``), ``queue_config`` (its ``[queue]``), ``plan`` (the
     ``FaultPlan``), ``record`` (``record(kind, actor, **fields)``), ``step_budget_s``,
     ``clock`` and ``now`` (the virtual clock for the code under test, or None),

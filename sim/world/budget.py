@@ -17,7 +17,7 @@ from typing import Mapping
 import simpy
 from simpy.core import EmptySchedule, StopSimulation
 
-from acksim.world.interleave import heartbeat
+from acksim.world.sandbox.interleave import heartbeat
 
 CHUNK = 10_000  # events between two looks at the budget
 SAMPLE = 2_000  # events looked at to tell which actor spends the budget

@@ -21,22 +21,22 @@ from acksim.model.stores import open_database
 from acksim.collector import young_collections
 from acksim.world.budget import run_guarded, stop_reason
 from acksim.world.cost import refuse_if_too_costly
-from acksim.world.interleave import ProcessorHung
+from acksim.world.sandbox.interleave import ProcessorHung
 from acksim.world.faults import FaultPlan, fault_injector, killer
 from acksim.world import links as _links
 from acksim.world import skip
 from acksim.history import History
 from acksim.outcome import FinalState, Outcome
 from acksim.printable import error_line, error_text
-from acksim.world.outbox_relay import OutboxRelay
-from acksim.world.queue import Queue
-from acksim.world.code import CodeUnderTest
-from acksim.world.vclock import VirtualClock
-from acksim.world.renewals import LifecycleOp, Renewals, plan_workload, planned_workload
+from acksim.world.actors.outbox_relay import OutboxRelay
+from acksim.world.queue.core import Queue
+from acksim.world.sandbox.code import CodeUnderTest
+from acksim.world.sandbox.vclock import VirtualClock
+from acksim.world.actors.renewals import LifecycleOp, Renewals, plan_workload, planned_workload
 from acksim.scenario import Scenario
-from acksim.world.scheduler import Scheduler
+from acksim.world.actors.scheduler import Scheduler
 from acksim.world.ticks import delay_until
-from acksim.world.worker import worker
+from acksim.world.actors.worker import worker
 
 
 def stream(seed: int, name: str) -> random.Random:
@@ -60,9 +60,9 @@ class RunStopped(Exception):
 class World:
     """Everything one run needs. ``processor`` is the code under test: a reference (by default
     the one the scenario names, the reference ``acksim.model.processor:process`` unless it says
-    otherwise), of which every worker start gets a fresh copy (``acksim.world.code``), or a
+    otherwise), of which every worker start gets a fresh copy (``acksim.world.sandbox.code``), or a
     callable, run as given. While it runs it reads virtual time (``clock``, from the
-    scenario's ``epoch``; ``acksim.world.vclock``). ``db_path`` is the SQLite file (a temporary one by
+    scenario's ``epoch``; ``acksim.world.sandbox.vclock``). ``db_path`` is the SQLite file (a temporary one by
     default); ``progress`` is called with the virtual time now and then; ``workload`` is an
     explicit plan (initial deadline by account id, sorted lifecycle steps) instead of the one
     drawn from the scenario's ``[workload]`` table. ``run.step_budget_s`` and
@@ -127,7 +127,7 @@ class World:
         self.poison_accounts = frozenset(scenario.faults.poison_accounts)  # membership only
         self.links = _links.install(self)  # pauses, partitions, broker restarts (None without)
         if scenario.queue.ack_timeout_ends_consumer:
-            from acksim.world.consumer_timeout import install
+            from acksim.world.queue.consumer_timeout import install
 
             install(self)
 
@@ -292,14 +292,14 @@ def simulate(scenario: Scenario, processor: Callable | str | None = None, *, con
     scenario names) and close it; returns the history and final state.
 
     ``contained`` (the default): the world runs in a supervised child process
-    (``acksim.world.supervised``), from any thread: a processor that hangs ends the run
+    (``acksim.world.sandbox.supervised``), from any thread: a processor that hangs ends the run
     there (``final.stop_reason``), and one whose process dies or is killed for hanging gives
     an empty history with ``final.contained`` naming the finding (``processor_killed_worker``,
     ``processor_hung``). ``contained=False`` runs it in this process, as ``World`` does:
     ``ProcessorHung`` is raised then, and a processor's ``os._exit`` or blocking call ends or
     hangs the caller. Raises as ``World`` (``ScenarioError``, ValueError)."""
     if contained:
-        from acksim.world.supervised import run_world
+        from acksim.world.sandbox.supervised import run_world
 
         return run_world(scenario, processor, world=World).outcome
     world = World(scenario, processor)

@@ -46,10 +46,10 @@ from acksim.outcome import FinalState, Outcome
 from acksim.world.core import scenario_queue, stream
 from acksim.world.faults import FaultPlan, fault_injector, killer, stay_down, store_latency
 from acksim.world.attempt import WHOLE_WORKER_PHASES, WorkerCrash, decision_attempt
-from acksim.world.interleave import Attempt
-from acksim.world.code import CodeUnderTest
-from acksim.world.vclock import VirtualClock
-from acksim.world.queue import body_bytes
+from acksim.world.sandbox.interleave import Attempt
+from acksim.world.sandbox.code import CodeUnderTest
+from acksim.world.sandbox.vclock import VirtualClock
+from acksim.world.queue.core import body_bytes
 
 FANOUT_PARAMS = ("task", "records", "endpoint")
 
@@ -150,8 +150,8 @@ class FanoutWorld:
     """One run of the fan-out design: ``FanoutWorld(scenario).run()`` -> ``Outcome`` (the
     final state's ``markers`` are the committed delivery records as (key, 1)). ``processor``
     (a reference, of which every worker start gets a fresh copy, or a callable run as given;
-    ``acksim.world.code``) overrides ``fanout.processor``; it reads virtual time while it runs
-    (``acksim.world.vclock``). Raises ``ScenarioError`` for a processor that cannot load."""
+    ``acksim.world.sandbox.code``) overrides ``fanout.processor``; it reads virtual time while it runs
+    (``acksim.world.sandbox.vclock``). Raises ``ScenarioError`` for a processor that cannot load."""
 
     def __init__(self, scenario: Scenario, processor: Callable | str | None = None) -> None:
         refuse_if_too_costly(scenario)

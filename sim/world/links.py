@@ -6,7 +6,7 @@ receives, store calls or acks until it resumes exactly where it was, with a leas
 have moved on to another worker. A *partition* from the queue lets processing go on against
 the database while receives, heartbeats and acks fail [C-CONF: late-ack tasks keep running on
 connection loss]; a partition from the database fails the store calls while the queue is
-reachable. A *broker restart* (``acksim.world.broker``) cuts everyone off the queue. What is
+reachable. A *broker restart* (``acksim.world.queue.broker``) cuts everyone off the queue. What is
 recorded as a pause or a partition opens and closes is ``acksim.world.pauses`` and
 ``acksim.world.partitions``.
 
@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from acksim.world import partitions, pauses
 
 if TYPE_CHECKING:
-    from acksim.world.message import Delivery
+    from acksim.world.queue.message import Delivery
 
 
 class StoreUnreachable(Exception):
@@ -36,7 +36,7 @@ class StoreUnreachable(Exception):
 
 class Links:
     """The switchboard of one world: pause windows per worker, partition windows per (worker,
-    "queue" | "db"), the broker's down windows (``acksim.world.broker.Broker``). Times are
+    "queue" | "db"), the broker's down windows (``acksim.world.queue.broker.Broker``). Times are
     virtual seconds; a window ``[start, end)`` holds ``start`` and not ``end``."""
 
     def __init__(self, world) -> None:
@@ -50,7 +50,7 @@ class Links:
         for c in f.partitions:
             self.cut.setdefault((f"worker-{c.worker}", c.between), []).append((c.at_s, c.at_s + c.duration_s))
         self.call_pauses = {(p.delivery, p.call): p.duration_s for p in f.pauses if p.delivery is not None}
-        self.broker = None  # acksim.world.broker.Broker, when the scenario restarts it
+        self.broker = None  # acksim.world.queue.broker.Broker, when the scenario restarts it
         self.crashed_at: dict[str, float] = {}  # worker -> its last crash (a pause ends with the process)
 
     # --- questions a worker (or the queue) asks -----------------------------------------------
@@ -147,7 +147,7 @@ def install(world) -> Links | None:
     links = Links(world)
     world.queue.reachable = links.queue_reachable
     if f.broker_restarts:
-        from acksim.world.broker import Broker
+        from acksim.world.queue.broker import Broker
 
         links.broker = Broker(world)
         world.queue.broker = links.broker

@@ -9,7 +9,7 @@ heartbeat timeout [RMQ-HB][RMQ-CONF]. Times are virtual seconds.
 
 from __future__ import annotations
 
-from acksim.world.leases import disconnected
+from acksim.world.queue.leases import disconnected
 
 
 def window(links, name: str, between: str, at_s: float, duration_s: float):

@@ -9,7 +9,7 @@ import simpy
 from acksim.history import History
 from acksim.model.job import CleanupJob
 from acksim.scenario import Queue as QueueConfig
-from acksim.world.queue import Queue
+from acksim.world.queue.core import Queue
 
 JOB = CleanupJob("acct-1", 1, datetime(2026, 1, 1, tzinfo=timezone.utc))
 

@@ -1,5 +1,5 @@
 """The characteristic hazard of the redis-streams, rabbitmq-quorum and sqs-standard presets
-(``tests/sim/test_presets.py``) on the real broker, next to the simulation of the same
+(``tests/scenario/test_presets.py``) on the real broker, next to the simulation of the same
 scenario (``scenarios/live-*.toml``): the same mechanism, the same receive counts, the same
 verdicts; live times within a stated slack of the simulation's exact ones (virtual s).
 """

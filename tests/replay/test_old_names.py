@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).parents[2]
-LOAD = ("import sys; from acksim.world.processor_ref import CLEANUP_PARAMS, load_processor; "
+LOAD = ("import sys; from acksim.world.sandbox.processor_ref import CLEANUP_PARAMS, load_processor; "
         "from acksim.world.fanout import FANOUT_PARAMS; "
         "fn = load_processor(sys.argv[1], params=FANOUT_PARAMS if 'shipment' in sys.argv[1] else CLEANUP_PARAMS); "
         "print(fn.__module__, fn.__name__)")
@@ -51,7 +51,7 @@ def test_a_model_package_of_the_users_own_is_theirs(tmp_path):
 
 
 def test_a_replay_file_records_the_new_name(tmp_path):
-    from acksim.world.processor_ref import canonical_ref
+    from acksim.world.sandbox.processor_ref import canonical_ref
 
     os.chdir(tmp_path)
     try:

@@ -1,0 +1,362 @@
+"""Running unmodified synchronous processor code inside virtual time.
+
+The processor is ordinary Python that calls its stores directly. Each attempt runs in its own
+greenlet; the stores it receives are thin proxies that, at every call, switch back to the
+worker's SimPy process. The worker lets virtual time pass (the store's latency), lets the
+fault plan decide whether to crash there, and then switches back in, so other workers and
+renewals interleave between any two store calls, like threads on a scheduler we control.
+
+A crash is not an exception the processor can catch: the worker abandons the attempt, and
+the greenlet is unwound with ``Abandoned`` (a BaseException) while every store refuses
+further calls.
+
+While the processor runs it lives in its worker's process image and on virtual time: every
+switch into the greenlet enters the worker's ``acksim.world.sandbox.images.Image`` (its own copy of
+the user's modules in ``sys.modules``) and the world's ``acksim.world.sandbox.vclock.VirtualClock``
+(``time.time``, ``datetime.now`` and the like read ``epoch + env.now``; ``time.monotonic`` and
+``perf_counter`` read an origin + ``env.now``; ``time.sleep``, also bound early as
+``from time import sleep``, passes virtual time), and leaves both on the way out, so the
+harness between two switches sees the real clocks and its own modules.
+
+Misbehaving code gets a verdict, never a hung harness: ``time.sleep`` inside the processor
+passes virtual time instead of wall time; a processor that swallows ``Abandoned`` and keeps
+calling its stores is left suspended after ``MAX_REFUSED_CALLS`` refusals; and a processor
+that runs longer than ``STEP_BUDGET_S`` of wall-clock time between two store calls is
+interrupted and reported as ``ProcessorHung`` (the one place the harness reads a clock), as
+is one that makes over ``MAX_CALLS`` store calls in one attempt. Limits: the interruption is
+a ``KeyboardInterrupt`` that a processor could swallow, it cannot stop a blocking C call,
+a virtual clock does not move inside a busy-wait (``while monotonic() < t: pass`` is reported
+as hung), and ``os._exit`` ends the process: only a separate process would contain those.
+"""
+
+from __future__ import annotations
+
+import _thread
+import ctypes
+import inspect
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
+
+from greenlet import greenlet, getcurrent
+
+STEP_BUDGET_S = 10.0
+MAX_REFUSED_CALLS = 1000
+MAX_CALLS = 10_000
+_REAL_SLEEP = time.sleep
+_REAL_MONOTONIC = time.monotonic  # bound early: user code may run with time.monotonic virtual
+_ZOMBIES: list = []  # processors that would not stop; kept so garbage collection never resumes them
+# In a supervised child (``acksim.world.sandbox.contain``): shared doubles the parent reads, [0] when
+# the running step started (0: none), [1] its budget, [2] the harness's last sign of life
+_SLOTS = None
+
+
+class Abandoned(BaseException):
+    """Thrown into an attempt the harness gave up on (its worker crashed). Not an Exception,
+    so a processor's ``except Exception`` does not swallow it."""
+
+
+class ProcessorHung(Exception):
+    """The processor ran longer than its wall-clock budget without reaching a store call."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """The processor called ``time.sleep(seconds)``: the harness lets virtual time pass."""
+
+    seconds: float
+
+
+class StoreCall(NamedTuple):
+    """The attempt is about to call ``store.method`` (``when`` = "before") or has just
+    called it (``when`` = "after"); ``index`` counts the attempt's store calls from 0.
+    Immutable; a named tuple, made at every boundary, costs a third of a frozen dataclass."""
+
+    store: str
+    method: str
+    index: int
+    when: str
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The processor returned ``value`` (``error`` None) or raised ``error`` (an Exception)."""
+
+    error: BaseException | None = None
+    value: Any = None
+
+
+class _StoreProxy:
+    """Forwards method calls to ``target``, switching to the harness before and after each.
+
+    The public methods of the target's class are methods of a subclass made once per target
+    class (``_proxy_for``), so an attempt's proxies cost one small object each; any other
+    attribute goes through ``__getattr__`` (cached on the proxy after its first use)."""
+
+    __slots__ = ("_attempt", "_name", "_target", "__dict__", "__weakref__")
+
+    def __init__(self, attempt: "Attempt", name: str, target: Any) -> None:
+        self._attempt = attempt
+        self._name = name
+        self._target = target
+
+    def __getattr__(self, method: str):
+        fn = getattr(self._target, method)
+        if not callable(fn):
+            return fn
+        call = _forwarding(method).__get__(self)  # what a class method of ``_proxy_for`` does
+        setattr(self, method, call)  # cache: later calls skip __getattr__
+        return call
+
+
+def _forwarding(method: str):
+    """The proxy method for the target's ``method``: the boundary before, the call (the
+    target's attribute looked up then), the boundary after. Made once per class for the public
+    methods (``_proxy_for``), on first use for any other callable attribute (``__getattr__``)."""
+
+    def call(self, *args, **kwargs):
+        attempt = self._attempt
+        i = attempt.begin_call(self._name, method)
+        result = getattr(self._target, method)(*args, **kwargs)
+        attempt.end_call(self._name, method, i)
+        return result
+
+    call.__name__ = call.__qualname__ = method
+    return call
+
+
+_PROXY_CLASSES: dict[type, type] = {}
+
+
+def _proxy_for(target: Any) -> type:
+    """The ``_StoreProxy`` subclass for ``target``'s class: a forwarding method for each of the
+    class's public plain functions (not static or class methods, properties or attributes)."""
+    kind = type(target)
+    cls = _PROXY_CLASSES.get(kind)
+    if cls is None:
+        methods = {name: _forwarding(name) for name in dir(kind)
+                   if not name.startswith("_") and inspect.isfunction(inspect.getattr_static(kind, name, None))}
+        # named as the base, so a processor's error text about its store reads as before
+        cls = _PROXY_CLASSES[kind] = type("_StoreProxy", (_StoreProxy,),
+                                          {"__slots__": (), "__qualname__": "_StoreProxy", **methods})
+    return cls
+
+
+class Attempt:
+    """One run of ``processor(job, *stores.values())`` in its own greenlet (the cleanup
+    design: ``processor(job, accounts, cleanup_store, outbox)``).
+
+    ``image`` (an ``acksim.world.sandbox.images.Image``, whose ``function`` is normally
+    ``processor``) is entered around every step; ``clock`` (an ``acksim.world.sandbox.vclock
+    .VirtualClock``) is entered at ``now()`` (virtual seconds) around every step. Without a
+    clock only ``time.sleep`` is replaced (by ``sleep``).
+
+    Lifecycle: ``step()`` runs the processor until its next store call boundary and returns
+    a ``StoreCall`` or, at the end, ``Finished``; call ``step()`` again to continue. After
+    ``abandon()`` the attempt is dead: the processor was unwound and its stores refuse calls.
+    ``calls`` counts the store calls made so far. Setting ``pause_after`` False at a
+    "before" boundary skips the "after" boundary of that call (one switch fewer). With
+    ``stop_after`` set (a function of the call's index -> bool, pure harness logic that reads
+    no clock and imports nothing, e.g. a crash draw from the worker's own random stream), the
+    attempt asks it right after each store call returns, inside the greenlet, and stops at
+    the "after" boundary only when it says True (one switch fewer for every False).
+    """
+
+    def __init__(self, processor: Callable, job: Any, stores: dict[str, Any],
+                 budget_s: float = STEP_BUDGET_S, *, image: Any = None, clock: Any = None,
+                 now: Callable[[], float] | None = None) -> None:
+        self.image, self.clock, self.now = image, clock, now
+        self.calls = 0
+        self.pause_after = True  # stop at the "after" boundary of the next store call
+        self.stop_after: Callable[[int], bool] | None = None
+        self.abandoned = False
+        self.refused = 0
+        self.budget_s = budget_s
+        proxies = {name: _proxy_for(target)(self, name, target) for name, target in stores.items()}
+        self._parent = getcurrent()
+        self._g = greenlet(lambda: self._body(processor, job, proxies), parent=self._parent)
+
+    @staticmethod
+    def _body(processor: Callable, job: Any, proxies: dict[str, Any]) -> Finished:
+        try:
+            value = processor(job, *proxies.values())  # the stores in the order given
+        except Abandoned:
+            raise  # the harness's own unwinding
+        except KeyboardInterrupt as exc:
+            from acksim.interrupts import from_user
+
+            if _WATCHDOG.fired or from_user():
+                raise  # Ctrl-C or SIGTERM (or the watchdog)
+            return Finished(exc)  # raised by the processor itself: its result, not an interrupt
+        except BaseException as exc:  # noqa: BLE001 - SystemExit, GeneratorExit...: the processor's result
+            return Finished(exc)
+        return Finished(value=value)
+
+    def begin_call(self, store: str, method: str) -> int:
+        """Called inside the greenlet before a store call; returns the call's index. Raises
+        ``ProcessorHung`` past ``MAX_CALLS`` calls in one attempt (a processor that loops on
+        its stores never returns either)."""
+        if self.abandoned:
+            self._refuse()
+        if self.calls >= MAX_CALLS:  # left suspended: an exception could be swallowed
+            self.abandoned = True
+            _ZOMBIES.append(self._g)
+            self._parent.switch(Finished(ProcessorHung(f"the processor made over {MAX_CALLS} store calls "
+                                                       "in one attempt")))
+        i = self.calls
+        self.calls += 1
+        self._parent.switch(StoreCall(store, method, i, "before"))
+        return i
+
+    def end_call(self, store: str, method: str, index: int) -> None:
+        """Called inside the greenlet after a store call returned: switches to the harness
+        unless it said, by ``pause_after`` False before the call, that it has nothing to do
+        there (the processor then runs on to its next store call, sleep or return)."""
+        if self.pause_after:
+            stop_after = self.stop_after
+            if stop_after is None or stop_after(index):
+                self._parent.switch(StoreCall(store, method, index, "after"))
+
+    def sleep(self, seconds: float) -> None:
+        """``time.sleep`` while the processor runs: virtual time passes instead. Raises what
+        the real one raises for a negative, NaN or infinite length."""
+        if self.abandoned:
+            self._refuse()
+        seconds = float(seconds)
+        if seconds != seconds or seconds < 0:
+            raise ValueError("sleep length must be non-negative")
+        if seconds == float("inf"):
+            raise OverflowError("sleep length is too large")
+        self._parent.switch(Sleep(seconds))
+
+    def _refuse(self) -> None:
+        self.refused += 1
+        if self.refused >= MAX_REFUSED_CALLS:
+            _ZOMBIES.append(self._g)
+            self._parent.switch(Finished())  # never resumed
+        raise Abandoned()
+
+    def step(self) -> StoreCall | Sleep | Finished:
+        """Run until the next boundary. Raises RuntimeError on a finished or abandoned attempt
+        and ``ProcessorHung`` when the processor overran its wall-clock budget."""
+        if self.abandoned or self._g.dead:
+            raise RuntimeError("attempt is no longer running")
+        return _watched(self, self._g.switch)
+
+    def abandon(self) -> str | None:
+        """Unwind the processor with ``Abandoned`` and refuse every later store call. Returns
+        a note when the processor resisted (swallowed ``Abandoned``), else None."""
+        self.abandoned = True
+        if self._g and not self._g.dead:
+            try:
+                _watched(self, lambda: self._g.throw(Abandoned()))
+            except Abandoned:
+                pass
+        if self.refused:
+            kept = "and was left suspended" if self.refused >= MAX_REFUSED_CALLS else "then stopped"
+            return f"swallowed its crash and kept calling stores ({self.refused} refused calls) {kept}"
+        return None
+
+
+class _Watchdog:
+    """One daemon thread per process: interrupts the main thread while an attempt's step has
+    run longer than its budget, until the step returns."""
+
+    def __init__(self) -> None:
+        self.started_at: float | None = None
+        self.budget_s = STEP_BUDGET_S
+        self.fired = False
+        self._thread: threading.Thread | None = None
+
+    def ensure_running(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._watch, name="acksim-watchdog", daemon=True)
+            self._thread.start()
+
+    def _watch(self) -> None:
+        while True:
+            _REAL_SLEEP(0.05)
+            started = self.started_at
+            if started is not None and _REAL_MONOTONIC() - started > self.budget_s:
+                self.fired = True
+                _interrupt_main()
+                _REAL_SLEEP(0.2)
+
+
+def _interrupt_main() -> None:
+    """Raise ``KeyboardInterrupt`` in the main thread, where the hung step runs. Through its
+    SIGINT handler when that is Python's own or one of ``acksim.interrupts`` (both raise it),
+    and always in a supervised child (``acksim.world.sandbox.contain``: a processor that ignores
+    SIGINT there is killed by the parent at its budget + 2 s); otherwise straight into the
+    thread (``PyThreadState_SetAsyncExc``): ``interrupt_main`` does nothing when SIGINT is
+    ignored or left to the system, and another library's handler may not raise, and in this
+    process nothing else would stop the hung step."""
+    handler = signal.getsignal(signal.SIGINT)
+    if _SLOTS is not None or handler is signal.default_int_handler \
+            or getattr(handler, "__module__", None) == "acksim.interrupts":
+        _thread.interrupt_main()
+    else:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(threading.main_thread().ident),
+                                                   ctypes.py_object(KeyboardInterrupt))
+
+
+_WATCHDOG = _Watchdog()
+# a forked child (a ``check --jobs`` search) inherits no thread: it starts its own watchdog
+os.register_at_fork(after_in_child=lambda: setattr(_WATCHDOG, "_thread", None))
+
+
+def heartbeat() -> None:
+    """The harness is alive (called between chunks of SimPy events): tells the parent of a
+    supervised child (``acksim.world.sandbox.contain``) that no processor code is stuck in it."""
+    if _SLOTS is not None:
+        _SLOTS[2] = _REAL_MONOTONIC()
+
+
+def reset_after_fork(slots) -> None:
+    """In a freshly forked supervised child: a watchdog thread of its own (the parent's did
+    not survive the fork) and ``slots``, the clock the parent reads."""
+    global _SLOTS
+    _SLOTS = slots
+    _WATCHDOG._thread, _WATCHDOG.started_at, _WATCHDOG.fired = None, None, False
+
+
+def _watched(attempt: Attempt, run: Callable):
+    """Run a greenlet switch inside the attempt's image and virtual clock (or with only
+    ``time.sleep`` virtualised, without a clock) and with the watchdog armed."""
+    watchdog = _WATCHDOG
+    if watchdog._thread is None and threading.current_thread() is threading.main_thread():
+        watchdog.ensure_running()  # once per process (after a fork, again)
+    watchdog.budget_s, watchdog.fired = attempt.budget_s, False
+    watchdog.started_at = started = _REAL_MONOTONIC()
+    slots = _SLOTS
+    if slots is not None:
+        slots[1], slots[0] = attempt.budget_s, started
+    image, clock = attempt.image, attempt.clock
+    if image is not None:
+        image.enter()
+    if clock is not None:
+        clock.enter(attempt.now(), attempt.sleep)  # time.sleep too: a virtual Sleep
+    else:
+        saved, time.sleep = time.sleep, attempt.sleep
+    try:
+        return run()
+    except KeyboardInterrupt:
+        if _WATCHDOG.fired:
+            attempt.abandoned = True
+            _ZOMBIES.append(attempt._g)
+            raise ProcessorHung(f"the processor ran over {attempt.budget_s:g} s of wall-clock time "
+                                "without reaching a store call or returning") from None
+        raise
+    finally:
+        _WATCHDOG.started_at = None
+        if slots is not None:
+            slots[0], slots[2] = 0.0, _REAL_MONOTONIC()
+        if clock is not None:
+            clock.exit()
+        else:
+            time.sleep = saved
+        if image is not None:
+            image.exit()

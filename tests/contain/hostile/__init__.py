@@ -1,1 +1,0 @@
-"""Hostile processors: each misbehaves in one way the harness must contain (tests/contain)."""

@@ -1,0 +1,1 @@
+"""Hostile processors: each misbehaves in one way the harness must contain (tests/sandbox)."""
