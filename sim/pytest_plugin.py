@@ -38,12 +38,13 @@ class AcksimBudgetWarning(UserWarning):
 @pytest.fixture
 def acksim_check(request):
     """A function ``check(processor, *, scenario=None, max_examples=None, seed=0,
-    require_coverage=False, **design)``.
+    require_coverage=False, max_time=None, all_findings=False, **design)``.
 
     ``processor``: a callable or a reference (``package.module:function`` or
     ``path/to/file.py:function``); ``scenario``: a base scenario file; ``max_examples``:
     examples per search round (default: the active Hypothesis profile's); ``require_coverage``:
-    fail the test when a hazard window was never hit; ``design``: any of ``ack_policy``,
+    fail the test when a hazard window was never hit; ``max_time``: a wall-clock budget of the
+    search in seconds (None: none); ``all_findings``: search on after the first finding; ``design``: any of ``ack_policy``,
     ``transaction_scope``, ``isolation``, ``backend``, ``unique_markers``,
     ``unique_outbox_keys``. Returns the ``CheckReport``; fails the test with the shrunk
     schedule, timeline and replay command when anything is found. Raises ``ScenarioError``
@@ -60,7 +61,8 @@ def acksim_check(request):
     calls = request.config.stash.setdefault(_CALLS, [])
 
     def check(processor: Callable | str, *, scenario: str | None = None, max_examples: int | None = None,
-              seed: int = 0, require_coverage: bool = False, **design):
+              seed: int = 0, require_coverage: bool = False, max_time: float | None = None,
+              all_findings: bool = False, **design):
         budget = max_examples or settings().max_examples  # the loaded profile's
         if budget < SMALL_BUDGET:
             import warnings
@@ -69,7 +71,8 @@ def acksim_check(request):
                 f"acksim_check ran with max_examples={budget}: fewer than {SMALL_BUDGET} examples rarely "
                 "reach the hazard windows; raise it or the Hypothesis profile's max_examples"), stacklevel=2)
         report, ref, _base = run_search(processor, scenario=scenario, max_examples=budget,
-                                        seed=seed, database=root / ".hypothesis" / "acksim", **design)
+                                        seed=seed, database=root / ".hypothesis" / "acksim", max_time=max_time,
+                                        all_findings=all_findings, **design)
         calls.append((request.node.nodeid, ref, report))
         if report.findings:
             paths = save_findings(report, ref, root / ".hypothesis" / "acksim-replays", None,

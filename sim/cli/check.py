@@ -24,7 +24,8 @@ from acksim.scenario import load
 from acksim.search.candidates import resolve
 from acksim.search.check import base_scenario
 from acksim.search.design import DESIGN_OPTIONS, describe, design_of
-from acksim.search.findings import check_verdict, junit_suite, render_findings, render_flaky, verdict_lines
+from acksim.search.findings import (check_verdict, junit_suite, render_findings, render_flaky, search_lines,
+                                     verdict_lines)
 from acksim.search.replay import confirm_findings, save_findings
 from acksim.world.sandbox.processor_ref import canonical_ref, processor_folder
 from acksim.world.sandbox.supervised import check_loads
@@ -41,6 +42,12 @@ def add_check_parser(sub) -> None:
                                                        "options) from acksim.model.candidates; see README")
     p.add_argument("--max-examples", type=int, default=500, help="examples to try, 1 .. 1,000,000 (default 500)")
     p.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
+    p.add_argument("--all-findings", action="store_true",
+                   help="search on after the first finding until a round finds no new kind (default: stop at "
+                        "the first finding, shrink and confirm it)")
+    p.add_argument("--max-time", metavar="DURATION",
+                   help="bound the whole check in wall-clock time, e.g. 30s, 5m, 1h (1 s .. 24 h): the search "
+                        "stops early and says what it covered")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="independent searches on N processes, the examples split between them, one "
                         "example database (default: every processor this process may use; 1 .. 256)")
@@ -57,12 +64,37 @@ def add_check_parser(sub) -> None:
                                                        "invariant and finding kind, and per hazard window")
 
 
+# of a --max-time budget, what is kept for confirming a finding in a fresh process (wall s)
+CONFIRM_RESERVE_S = 5.0
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
+
+
+def parse_duration(text: str) -> float:
+    """``--max-time``'s argument in wall seconds: a number with an optional unit (``ms``,
+    ``s``, ``m``/``min``, ``h``; none: seconds), 1 s .. 24 h. Raises ``UsageError``
+    (exit 2) otherwise."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*(ms|s|min|m|h)?\s*", text)
+    seconds = float(m.group(1)) * _UNITS[m.group(2) or "s"] if m else None
+    if seconds is None or not 1.0 <= seconds <= 86_400.0:
+        raise UsageError(f"--max-time: must be a duration of 1 s .. 24 h such as 30s, 5m or 1h, got {text!r}")
+    return seconds
+
+
+def search_budget_s(max_time_s: float | None) -> float | None:
+    """Of a whole check's wall-clock budget (seconds, or None), the search's share: the rest
+    (at most ``CONFIRM_RESERVE_S``, a fifth of short budgets) is kept for confirming findings."""
+    return None if max_time_s is None else max_time_s - min(CONFIRM_RESERVE_S, 0.2 * max_time_s)
+
+
 def cmd_check(args) -> int:
     """Run ``acksim check``; returns the exit code."""
     if not 1 <= args.max_examples <= 1_000_000:
         raise UsageError(f"--max-examples: must be 1 .. 1000000, got {args.max_examples}")
     if not 0 <= args.seed < 2**63:
         raise UsageError(f"--seed: must be 0 .. 2**63-1, got {args.seed}")
+    max_time_s = None if args.max_time is None else parse_duration(args.max_time)
     from acksim.search.parallel import default_jobs, run_checks
 
     jobs = default_jobs() if args.jobs is None else args.jobs
@@ -89,13 +121,16 @@ def cmd_check(args) -> int:
     try:
         report = run_checks(ref, base, jobs=jobs, max_examples=args.max_examples, seed=args.seed,
                            database=None if args.no_database else Path(args.database),
-                           key=f"{ref}|{describe(base)}", progress=progress)
+                           key=f"{ref}|{describe(base)}", progress=progress, all_findings=args.all_findings,
+                           max_time_s=search_budget_s(max_time_s))
     finally:
         close()
     rate = report.examples / report.seconds if report.seconds else 0.0
     print(f"acksim check: {ref} ({describe(base)})")
     print(f"examples run (shrinking included): {report.examples} in {report.seconds:.1f} s "
           f"({rate:.1f} examples/s), seed {args.seed}" + (f", {jobs} searches in parallel" if jobs > 1 else ""))
+    for line in search_lines(report, args.max_examples, max_time_s, args.all_findings):
+        print(line)
     print("crash phases covered: " + ", ".join(f"{p} {report.phases[p]}" for p in
                                                 ("before_call", "after_call", "after_commit", "during_ack")))
     print("hazard windows (examples that hit each):")

@@ -8,7 +8,8 @@ from typing import Callable
 
 
 def check(processor: Callable | str, *, scenario: str | Path | None = None, max_examples: int = 40,
-          seed: int = 0, database: Path | None = None, contained: bool = True, **design):
+          seed: int = 0, database: Path | None = None, contained: bool = True, all_findings: bool = False,
+          max_time: float | None = None, **design):
     """Search fault schedules around a base scenario for findings of ``processor``.
 
     ``processor``: a callable taking ``(job, accounts, cleanup_store, outbox)`` or a reference
@@ -17,11 +18,14 @@ def check(processor: Callable | str, *, scenario: str | Path | None = None, max_
     ``seed``: Hypothesis's generation seed; ``database``: an example-database folder (None:
     none); ``contained``: run the examples in a supervised child process (the default;
     False runs them in this process, where a processor's ``os._exit`` or blocking call ends
-    or hangs the caller too); ``design``: any of ``ack_policy``, ``transaction_scope``, ``isolation``, ``backend``,
+    or hangs the caller too); ``all_findings``: search on after the first finding for every
+    kind (default: stop at the first, shrunk); ``max_time``: a wall-clock budget of the search
+    in seconds (None: none; ``report.out_of_time`` says it ended the search); ``design``: any of ``ack_policy``, ``transaction_scope``, ``isolation``, ``backend``,
     ``unique_markers``, ``unique_outbox_keys``. Returns ``(report, ref, base)``: the
     ``CheckReport`` (``findings``, ``coverage``, ``examples``), the processor's reference as a
     replay file names it, and the base scenario. Raises ``ScenarioError`` for bad input (an
-    unknown design option, a processor of the wrong shape or one no replay file could name).
+    unknown design option, a processor of the wrong shape or one no replay file could name) and
+    ``ValueError`` for a ``max_time`` that is not a positive number of seconds.
     """
     from acksim.scenario import load
     from acksim.search.check import base_scenario, run_check
@@ -29,6 +33,8 @@ def check(processor: Callable | str, *, scenario: str | Path | None = None, max_
     from acksim.world.sandbox.processor_ref import canonical_ref, check_processor, reference_of
     from acksim.world.sandbox.supervised import check_loads
 
+    if max_time is not None and not (isinstance(max_time, (int, float)) and max_time > 0):
+        raise ValueError(f"max_time: must be a positive number of seconds or None, got {max_time!r}")
     sections = design_of(design)  # raises ScenarioError for an unknown option
     if isinstance(processor, str):
         ref, fn = canonical_ref(processor), None
@@ -39,5 +45,6 @@ def check(processor: Callable | str, *, scenario: str | Path | None = None, max_
     base = base_scenario(load(scenario) if scenario else None, sections)
     # a reference is run by reference: every worker start of every example gets a fresh copy
     report = run_check(ref if isinstance(processor, str) else fn, base, max_examples=max_examples, seed=seed,
-                       database=database, key=f"{ref}|{describe(base)}", contained=contained)
+                       database=database, key=f"{ref}|{describe(base)}", contained=contained,
+                       all_findings=all_findings, max_time_s=max_time)
     return report, ref, base

@@ -134,16 +134,37 @@ class Finding(Exception):
 _FINDING_TYPES = {name: type(f"Found_{name}", (Finding,), {}) for name in FINDINGS}
 
 
+class OutOfTime(BaseException):
+    """Raised inside a search's Hypothesis test when the check's wall-clock budget is spent.
+    A ``BaseException``, so Hypothesis neither shrinks it nor counts it as a failure: it
+    ends the search at once, keeping what the report holds."""
+
+
+@dataclass(frozen=True)
+class FirstFinding:
+    """When a search first saw a finding: its ``kind`` (a name of ``FINDINGS``), the
+    ``example`` that showed it (1-based, counted in the search that found it) and the wall
+    ``seconds`` from the start of that search (shrinking and confirmation come after)."""
+
+    kind: str
+    example: int
+    seconds: float
+
+
 @dataclass
 class CheckReport:
     """What a check did: ``examples`` run, wall ``seconds``, how many examples hit each
-    hazard window, crashes per phase, and the shrunk ``findings`` by name (scenario, result)."""
+    hazard window, crashes per phase, the shrunk ``findings`` by name (scenario, result),
+    the ``first`` finding's example and time (``FirstFinding``, or None) and ``out_of_time``:
+    True when the wall-clock budget (``max_time_s``) ended the search before its examples."""
 
     examples: int = 0
     seconds: float = 0.0
     coverage: Counter = field(default_factory=Counter)
     phases: Counter = field(default_factory=Counter)
     findings: dict[str, tuple[Scenario, ExampleResult]] = field(default_factory=dict)
+    first: FirstFinding | None = None
+    out_of_time: bool = False
 
     @property
     def uncovered(self) -> list[str]:
@@ -154,14 +175,19 @@ class CheckReport:
 def run_check(processor: Callable | str, base: Scenario, *, max_examples: int = 500, seed: int = 0,
               database: Path | None = None, key: str = "",
               progress: Callable[[int], None] | None = None,
-              stop_at: frozenset[str] | None = None, contained: bool = True) -> CheckReport:
-    """Search up to ``max_examples`` examples around ``base`` for every kind of finding.
+              stop_at: frozenset[str] | None = None, contained: bool = True,
+              all_findings: bool = False, max_time_s: float | None = None) -> CheckReport:
+    """Search up to ``max_examples`` examples around ``base`` for a finding.
     ``processor``: a reference (fresh copies of the code per worker start) or a callable.
 
     A search round tries up to ``max_examples`` generated examples, stops at its first
-    failure and shrinks it; the next round searches again, counting the kinds already found
-    as passes, until a round finds nothing new (or a processor hung: each of its examples
-    costs the whole wall-clock budget).
+    failure and shrinks it. By default the check ends there: the verdict is known. With
+    ``all_findings`` the next round searches again, counting the kinds already found as
+    passes, until a round finds nothing new (or a processor hung: each of its examples
+    costs the whole wall-clock budget); with ``stop_at`` (kinds of finding) the rounds go on
+    until one of those kinds is found. ``max_time_s`` (wall seconds, None: no limit) bounds
+    the search and its shrinking: an example is not started after it, and the report says
+    ``out_of_time``; a finding seen before then is kept, shrunk as far as time allowed.
     ``seed`` fixes Hypothesis's generation (the same seed, processor and base give the same
     search); ``database`` is the example database folder and ``key`` names the processor and
     design in it, so a counterexample found before is tried first (None: no database). Returns the report; findings are not
@@ -174,6 +200,7 @@ def run_check(processor: Callable | str, base: Scenario, *, max_examples: int = 
     """
     report = CheckReport()
     started = time.monotonic()
+    deadline = None if max_time_s is None else started + max_time_s
     round_no = 0
     with tempfile.TemporaryDirectory(prefix="acksim-check-") as tmp, \
             Child(example_target(processor, tmp)) as child, _search_gc():
@@ -181,11 +208,14 @@ def run_check(processor: Callable | str, base: Scenario, *, max_examples: int = 
             (lambda scenario: _run_here(scenario, processor, tmp))
         while True:
             before = set(report.findings)
-            _search(report, run, base, max_examples, seed + round_no, database, key, round_no, progress)
+            _search(report, run, base, max_examples, seed + round_no, database, key, round_no, progress,
+                    started, deadline)
             round_no += 1
             found = set(report.findings)
-            if found == before or (stop_at is not None and stop_at & found) or "processor_hung" in found:
-                break  # nothing new, what was asked for, or a processor too costly to run on
+            if found == before or report.out_of_time or "processor_hung" in found:
+                break  # nothing new, no time left, or a processor too costly to run on
+            if (stop_at & found) if stop_at is not None else (found and not all_findings):
+                break  # what was asked for: one of those kinds, or (by default) the first finding
     report.seconds = time.monotonic() - started
     return report
 
@@ -236,10 +266,13 @@ def _run_here(scenario: Scenario, processor, folder: str) -> ExampleResult:
         tempfile.tempdir = saved
 
 
-def _search(report: CheckReport, run, base, budget, seed, database, key, round_no, progress) -> None:
+def _search(report: CheckReport, run, base, budget, seed, database, key, round_no, progress,
+            started: float, deadline: float | None) -> None:
     ignore = frozenset(report.findings)
 
     def body(scenario: Scenario) -> None:
+        if deadline is not None and time.monotonic() >= deadline:
+            raise OutOfTime
         result = run(scenario)
         report.examples += 1
         report.coverage.update(name for name, hit in result.hazards.items() if hit)
@@ -248,6 +281,8 @@ def _search(report: CheckReport, run, base, budget, seed, database, key, round_n
             progress(report.examples)
         new = [name for name in result.failures if name not in ignore]
         if new:
+            if report.first is None:
+                report.first = FirstFinding(new[0], report.examples, time.monotonic() - started)
             report.findings[new[0]] = (scenario, result)  # the last failing run of a kind is the shrunk one
             raise _FINDING_TYPES[new[0]](", ".join(result.failures))
 
@@ -258,8 +293,14 @@ def _search(report: CheckReport, run, base, budget, seed, database, key, round_n
     body._hypothesis_internal_add_digest = key.encode()
     try:
         search_test(body, base, budget, seed, db)()
+    except OutOfTime:
+        report.out_of_time = True
     except (Finding, BaseExceptionGroup) as exc:
-        _only_findings(exc)
+        if isinstance(exc, BaseExceptionGroup) and exc.subgroup(OutOfTime) is not None:
+            report.out_of_time = True
+            exc = exc.subgroup(lambda e: not isinstance(e, OutOfTime))
+        if exc is not None:
+            _only_findings(exc)
 
 
 def search_test(body: Callable[[Scenario], None], base: Scenario, budget: int, seed: int, database=None):

@@ -120,6 +120,25 @@ def render_flaky(flaky: Mapping) -> list[str]:
     return lines
 
 
+def search_lines(report, max_examples: int, max_time_s: float | None, all_findings: bool) -> list[str]:
+    """How the search of ``report`` (a ``CheckReport``) ended, as lines: when the first
+    finding came (its example and wall seconds), and why the search stopped before its
+    ``max_examples`` examples (the first finding, unless ``all_findings``; the wall-clock
+    budget ``max_time_s``, seconds or None)."""
+    lines = []
+    if report.first is not None:
+        first = report.first
+        what = "finding" if first.kind in PROCESSOR_FINDINGS else "violation"
+        lines.append(f"first {what} ({first.kind}) after {first.example} examples, {first.seconds:.1f} s")
+        if not all_findings:
+            lines.append("stopped at the first finding (shrunk, then confirmed in a fresh process); "
+                         "--all-findings searches on for every kind")
+    if report.out_of_time:
+        lines.append(f"stopped by --max-time {max_time_s:g} s after {report.examples} examples "
+                     f"(of {max_examples} asked for): the coverage below is what the search reached")
+    return lines
+
+
 def check_verdict(report, flaky: Mapping, require_coverage: bool = False) -> dict:
     """The verdict of a check in the shape of a run's (``acksim.judges.summary.judge``):
     ``{"verdict": "PASS" | "FAIL", "reasons": [{"kind", "name", "text"}], "pass_text"}``.
@@ -141,6 +160,7 @@ def check_verdict(report, flaky: Mapping, require_coverage: bool = False) -> dic
         reasons.append({"kind": "uncovered", "name": "uncovered",
                         "text": f"hazard windows never hit: {', '.join(uncovered)} (--require-coverage)"})
     pass_text = f"no violation in {report.examples} examples" + (
+        " (the time budget ended the search)" if report.out_of_time else "") + (
         f"; never hit: {', '.join(uncovered)}" if uncovered else "; every hazard window hit")
     return {"verdict": "FAIL" if reasons else "PASS", "reasons": reasons, "pass_text": pass_text}
 

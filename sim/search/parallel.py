@@ -50,14 +50,18 @@ def budgets(max_examples: int, jobs: int) -> list[int]:
 
 def run_checks(processor: Callable | str, base: Scenario, *, jobs: int, max_examples: int = 500, seed: int = 0,
                database: Path | None = None, key: str = "", progress: Callable[[int], None] | None = None,
-               stop_at: frozenset[str] | None = None) -> CheckReport:
+               stop_at: frozenset[str] | None = None, all_findings: bool = False,
+               max_time_s: float | None = None) -> CheckReport:
     """``run_check`` as ``jobs`` independent searches on as many processes (``jobs`` 1: in
     this process), merged (see the module). ``processor`` must pickle for ``jobs`` > 1 (a
     reference does; a lambda does not). ``progress`` is called with the examples run so far,
-    summed over the searches. Raises what a search raises."""
+    summed over the searches. ``stop_at``, ``all_findings`` and ``max_time_s`` (wall
+    seconds) apply to each search: each ends at its own first finding (by default), so the
+    merged report still depends on the seeds and budgets only. Raises what a search raises."""
+    options = {"stop_at": stop_at, "all_findings": all_findings, "max_time_s": max_time_s}
     if jobs <= 1:
         return run_check(processor, base, max_examples=max_examples, seed=seed, database=database, key=key,
-                         progress=progress, stop_at=stop_at)
+                         progress=progress, **options)
     from acksim.capacity.executors import pool_of
     from acksim.interrupts import guarded
 
@@ -72,7 +76,7 @@ def run_checks(processor: Callable | str, base: Scenario, *, jobs: int, max_exam
     try:
         with pool_of(len(shares)) as pool:
             futures = [pool.submit(guarded, _search, processor, base, share, search_seed(seed, i), database, key,
-                                   stop_at, queue, i) for i, share in enumerate(shares)]
+                                   options, queue, i) for i, share in enumerate(shares)]
             pending = set(futures)
             while pending:
                 _done, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
@@ -90,16 +94,18 @@ def run_checks(processor: Callable | str, base: Scenario, *, jobs: int, max_exam
     return merged
 
 
-def _search(processor, base, share, seed, database, key, stop_at, queue, job) -> CheckReport:
+def _search(processor, base, share, seed, database, key, options, queue, job) -> CheckReport:
     """One search in a pool process; reports its example count on ``queue`` (or not, None)."""
     progress = (lambda n: queue.put((job, n))) if queue is not None else None
     return run_check(processor, base, max_examples=share, seed=seed, database=database, key=key,
-                     progress=progress, stop_at=stop_at)
+                     progress=progress, **options)
 
 
 def merge(reports: list[CheckReport]) -> CheckReport:
     """One report of several searches, in search order: examples, coverage and phases
-    added, each kind of finding from the first search that found it (``seconds`` the sum)."""
+    added, each kind of finding from the first search that found it (``seconds`` the sum),
+    the ``first`` finding the one of the lowest-numbered search that found any (its example
+    count and time are that search's), ``out_of_time`` if any search ran out of time."""
     out = CheckReport()
     for r in reports:
         out.examples += r.examples
@@ -108,4 +114,6 @@ def merge(reports: list[CheckReport]) -> CheckReport:
         out.phases.update(r.phases)
         for name, finding in r.findings.items():
             out.findings.setdefault(name, finding)
+        out.first = out.first or r.first
+        out.out_of_time = out.out_of_time or r.out_of_time
     return out
