@@ -19,8 +19,9 @@ same way (or drop it: ``on_exhaustion``). Retention deletes a message, wherever 
 Every change is recorded in the history; nothing is dropped silently. The data of messages
 and loans is ``acksim.world.queue.message``; how a loan ends without an ack (lease timers,
 heartbeats, sweeps, a lost worker, the redelivery mechanisms) is ``acksim.world.queue.leases``;
-retention is ``acksim.world.queue.retention``, the length cap ``acksim.world.queue.length_cap``
-and FIFO deduplication ``acksim.world.queue.fifo_dedup``.
+retention is ``acksim.world.queue.retention``, the length cap ``acksim.world.queue.length_cap``,
+FIFO deduplication ``acksim.world.queue.fifo_dedup`` and the consumers waiting for a delivery
+``acksim.world.queue.waiting_line``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from acksim.world.queue.length_cap import LengthCap
 from acksim.world.queue.message import Delivery, Message, MessageTooLarge, body_bytes
 from acksim.world.queue.recovery import RecoverySweeps
 from acksim.world.queue.retention import Retention
+from acksim.world.queue.waiting_line import WaitingLine
 
 __all__ = ["Delivery", "MessageTooLarge", "Queue", "body_bytes"]
 
@@ -82,7 +84,7 @@ class Queue:
         self.forced_duplicates = forced_duplicates  # delivery numbers that also get a spurious copy
         self.messages: dict[int, Message] = {}
         self._ready: deque[tuple[int, bool]] = deque()  # (message id, duplicate copy)
-        self._getters: deque[tuple[simpy.Event, str]] = deque()
+        self.waiting = WaitingLine(self)  # the receives waiting for a delivery
         self._dlq: list[int] = []
         self.fifo_dedup = FifoDedup(history, config.fifo_dedup_window_s)
         self._live = 0
@@ -138,7 +140,7 @@ class Queue:
     def receive(self, consumer: str) -> simpy.Event:
         """A SimPy event that succeeds with the next ``Delivery`` for ``consumer``."""
         event = self.env.event()
-        self._getters.append((event, consumer))
+        self.waiting.line.append((event, consumer))
         if self.recovery is not None:
             self.recovery.receiving(consumer)
         self.dispatch()
@@ -146,9 +148,10 @@ class Queue:
 
     def cancel(self, event: simpy.Event) -> None:
         """Withdraw a pending ``receive`` (the consumer crashed while waiting)."""
-        for i, (ev, _c) in enumerate(self._getters):
+        line = self.waiting.line
+        for i, (ev, _c) in enumerate(line):
             if ev is event:
-                del self._getters[i]
+                del line[i]
                 return
 
     def ack(self, delivery: Delivery, consumer: str) -> bool:
@@ -335,7 +338,7 @@ class Queue:
         went stale (expired, redelivered), dead-letter a message past its receive limit,
         start the visibility timer of a real delivery, and maybe queue a spurious copy."""
         cfg = self.config
-        while self._ready and self._has_getter():
+        while self._ready and self.waiting.any_reachable():
             mid, dup = self._ready.popleft()
             msg = self.messages[mid]
             if dup:
@@ -349,7 +352,7 @@ class Queue:
                 if cfg.max_receive_count and msg.receive_count >= cfg.max_receive_count:
                     self.exhaust(msg, "max_receive_count")
                     continue
-                event, consumer = self._take_getter()
+                event, consumer = self.waiting.take()
                 lend(self, msg, consumer)
                 delivery = Delivery(mid, msg.job, msg.deadline_s, msg.receive_count, msg.receipt,
                                     self._next_number(), tombstone=msg.tombstone)
@@ -363,7 +366,7 @@ class Queue:
                 event.succeed(delivery)
                 self._maybe_duplicate(msg, delivery)
                 continue
-            event, consumer = self._take_getter()
+            event, consumer = self.waiting.take()
             self.log("delivered", consumer, msg, delivery.receive_count, "duplicate")
             event.succeed(delivery)
 
@@ -371,22 +374,6 @@ class Queue:
     def _undelay(self, msg: Message) -> None:
         if msg.state == "delayed":
             self.make_visible(msg)
-
-    def _has_getter(self) -> bool:
-        """Whether a waiting consumer can be served now (one that can reach the queue)."""
-        if self.reachable is None:
-            return bool(self._getters)
-        return any(self.reachable(c) for _e, c in self._getters)
-
-    def _take_getter(self) -> tuple[simpy.Event, str]:
-        """The oldest waiting consumer that can reach the queue, taken off the waiting line."""
-        if self.reachable is None:
-            return self._getters.popleft()
-        for i, (event, consumer) in enumerate(self._getters):
-            if self.reachable(consumer):
-                del self._getters[i]
-                return event, consumer
-        raise RuntimeError("no reachable consumer")  # _has_getter said there was one
 
     def _maybe_duplicate(self, msg: Message, delivery: Delivery) -> None:
         cfg = self.config
