@@ -170,8 +170,8 @@ class Queue:
         if current or by_id or (delivery.duplicate and exists):
             self.delete(msg)
             self.log("acked", consumer, msg, delivery.receive_count,
-                      "duplicate" if delivery.duplicate else ("tombstone" if delivery.tombstone else
-                                                              ("by_id" if by_id else "")))
+                     "duplicate" if delivery.duplicate else ("tombstone" if delivery.tombstone else
+                                                             ("by_id" if by_id else "")))
             return True
         reason = "deleted" if msg.state in ("deleted", "dlq") else "receipt_expired"
         self.log("ack_stale", consumer, msg, delivery.receive_count, reason)
@@ -362,7 +362,7 @@ class Queue:
                     self.log("delivered", consumer, msg, delivery.receive_count, "pop_on_fetch")
                 else:
                     self.log("delivered", consumer, msg, delivery.receive_count,
-                              "tombstone" if msg.tombstone else "")
+                             "tombstone" if msg.tombstone else "")
                 event.succeed(delivery)
                 self._maybe_duplicate(msg, delivery)
                 continue

@@ -120,7 +120,7 @@ def lapse(q, msg: Message) -> None:
             return
     else:
         q.log("visibility_expired", "queue", msg, msg.receive_count,
-               "claimed" if cfg.redelivery == "claim" else "")
+              "claimed" if cfg.redelivery == "claim" else "")
     if not returned(q, msg):
         q.make_visible(msg, head=cfg.requeue_at_head)
 
