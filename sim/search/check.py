@@ -28,6 +28,7 @@ from acksim.world.sandbox.interleave import ProcessorHung
 from acksim.judges.invariants import check_all
 from acksim.scenario import CRASH_PHASES, Scenario, parse
 from acksim.search.constants import pinned_constants
+from acksim.search.dependence import dependence
 from acksim.search.design import merge_design
 from acksim.search.findings import FINDINGS
 from acksim.search.strategies import check_scenarios
@@ -155,8 +156,9 @@ class FirstFinding:
 class CheckReport:
     """What a check did: ``examples`` run, wall ``seconds``, how many examples hit each
     hazard window, crashes per phase, the shrunk ``findings`` by name (scenario, result),
-    the ``first`` finding's example and time (``FirstFinding``, or None) and ``out_of_time``:
-    True when the wall-clock budget (``max_time_s``) ended the search before its examples."""
+    the ``first`` finding's example and time (``FirstFinding``, or None), ``out_of_time``:
+    True when the wall-clock budget (``max_time_s``) ended the search before its examples,
+    and per finding the drawn settings it ``depends`` on (``acksim.search.dependence``)."""
 
     examples: int = 0
     seconds: float = 0.0
@@ -165,6 +167,7 @@ class CheckReport:
     findings: dict[str, tuple[Scenario, ExampleResult]] = field(default_factory=dict)
     first: FirstFinding | None = None
     out_of_time: bool = False
+    depends: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def uncovered(self) -> list[str]:
@@ -216,6 +219,8 @@ def run_check(processor: Callable | str, base: Scenario, *, max_examples: int = 
                 break  # nothing new, no time left, or a processor too costly to run on
             if (stop_at & found) if stop_at is not None else (found and not all_findings):
                 break  # what was asked for: one of those kinds, or (by default) the first finding
+        report.depends = {name: dependence(name, scenario, base, run)
+                          for name, (scenario, _result) in report.findings.items()}
     report.seconds = time.monotonic() - started
     return report
 

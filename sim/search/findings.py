@@ -94,6 +94,10 @@ def render_findings(report, replay_paths: Sequence[Path]) -> list[str]:
     lines: list[str] = []
     for (name, (scenario, result)), path in zip(report.findings.items(), replay_paths):
         lines.append(f"\nFOUND {name}: {', '.join(result.failures)}")
+        depends = report.depends.get(name, ())
+        if depends:
+            lines.append("  depends on drawn settings (a configuration limit as much as the design's): "
+                         + "; ".join(depends))
         for kind, verdict in result.verdicts.items():
             if not verdict["holds"] and name not in PROCESSOR_FINDINGS:
                 lines.append(f"  {kind}: {verdict['violations']} violation(s); first: {verdict['example']}")

@@ -103,7 +103,8 @@ def _search(processor, base, share, seed, database, key, options, queue, job) ->
 
 def merge(reports: list[CheckReport]) -> CheckReport:
     """One report of several searches, in search order: examples, coverage and phases
-    added, each kind of finding from the first search that found it (``seconds`` the sum),
+    added, each kind of finding (with the settings it depends on) from the first search that
+    found it (``seconds`` the sum),
     the ``first`` finding the one of the lowest-numbered search that found any (its example
     count and time are that search's), ``out_of_time`` if any search ran out of time."""
     out = CheckReport()
@@ -113,7 +114,9 @@ def merge(reports: list[CheckReport]) -> CheckReport:
         out.coverage.update(r.coverage)
         out.phases.update(r.phases)
         for name, finding in r.findings.items():
-            out.findings.setdefault(name, finding)
+            if name not in out.findings:
+                out.findings[name] = finding
+                out.depends[name] = r.depends.get(name, ())
         out.first = out.first or r.first
         out.out_of_time = out.out_of_time or r.out_of_time
     return out
