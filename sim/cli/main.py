@@ -55,7 +55,8 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="simulate a scenario and write its report")
     run.add_argument("scenario", nargs="?", default=None,
-                     help="scenario TOML file (default: the bundled game-renewal scenario)")
+                     help="scenario TOML file, or a bundled scenario by name (`acksim scenarios` lists them; "
+                          "default: the bundled game-renewal scenario)")
     run.add_argument("--seed", type=int, help="override the scenario's seed (0 .. 2**63-1)")
     run.add_argument("--out", help="report folder (default: reports/<scenario name>)")
     run.add_argument("--processor", metavar="REF",
@@ -72,6 +73,8 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
             sub.add_parser(name, help=HELP[name], add_help=False).add_argument("rest", nargs=argparse.REMAINDER)
     schema = sub.add_parser("schema", help="print the JSON Schema of a scenario file or of summary.json")
     schema.add_argument("which", choices=("scenario", "summary"), help="scenario or summary")
+    sub.add_parser("scenarios", help="list the bundled scenarios, incidents and sweeps, by the name to give "
+                                     "run, check, compare, sweep and live")
     presets = sub.add_parser("presets", help="list the queue and scheduler presets, or show one")
     presets.add_argument("name", nargs="?", help="a preset to show with every default and its source")
     return p
@@ -306,6 +309,13 @@ def _dispatch(args) -> int:
         return getattr(import_module(module), command)(args)
     if args.command == "presets":
         return cmd_presets(args)
+    if args.command == "scenarios":
+        from acksim.scenarios import catalogue
+
+        width = max(len(name) for name, _ in catalogue())
+        for name, about in catalogue():
+            print(f"{name:<{width}}  {about}")
+        return 0
     if args.command == "schema":
         from acksim.report.schemas import shipped
 

@@ -51,6 +51,7 @@ from acksim.scenario.loading import (
     load,
     parse,
     read_data,
+    scenario_file,
     with_overrides,
 )
 from acksim.scenario.mail import Mail, MailOutage
@@ -70,5 +71,5 @@ __all__ = [
     "CrashPhase", "CRASH_PHASES", "EXTERNAL_CRASH_PHASES", "ScheduledCrash", "Deployment",
     "ScheduledDuplicate", "Kill", "LatencySpike",
     "Faults", "MailOutage", "Mail", "Fanout", "Slo", "Run", "AccountId", "PlannedAccount",
-    "PlannedStep", "Plan", "Expect", "parse", "read_data", "load", "with_overrides",
+    "PlannedStep", "Plan", "Expect", "parse", "read_data", "scenario_file", "load", "with_overrides",
 ]

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ValidationError
 
 from acksim.printable import shown_path
 from acksim.scenario.base import MAX_SCENARIO_BYTES, ScenarioError
+from acksim.scenarios import find
 from acksim.scenario.file_refs import anchor_refs
 from acksim.scenario.root import Scenario
 
@@ -107,6 +108,19 @@ def parse(data: dict, source: str = "scenario") -> Scenario:
     return scenario
 
 
+def scenario_file(path: str | Path) -> Path:
+    """The file a command line's scenario argument names: ``path`` itself when it exists,
+    else the bundled scenario of that name (``acksim.scenarios.find``: ``smoke``,
+    ``07-poison-job-crash-loop``, ``workers-and-timeout``), else ``path`` (which then reads
+    as not found)."""
+    p = Path(path)
+    if not p.exists():
+        found = find(str(path))
+        if found is not None:
+            return found
+    return p
+
+
 def read_data(path: str | Path) -> dict:
     """A scenario file's parsed TOML, not yet validated. Raises ``ScenarioError`` (one line)
     for a missing or unreadable file, one over ``MAX_SCENARIO_BYTES``, or invalid TOML (an
@@ -116,7 +130,8 @@ def read_data(path: str | Path) -> dict:
     where = shown_path(p)
     try:
         if not p.exists():
-            raise ScenarioError(f"{where}: scenario file not found")
+            hint = "" if p.suffix or "/" in str(path) else " (nor a bundled scenario: `acksim scenarios` lists them)"
+            raise ScenarioError(f"{where}: scenario file not found{hint}")
         if not p.is_file():
             raise ScenarioError(f"{where}: not a regular file")
         if p.stat().st_size > MAX_SCENARIO_BYTES:
@@ -142,8 +157,9 @@ def load(path: str | Path) -> Scenario:
     unknown key, a wrong type or an out-of-range value, and for a file reference or
     ``processor_path`` that does not exist relative to the file's folder (where they are taken from).
     """
-    where = shown_path(Path(path))
-    return parse(anchor_refs(read_data(path), Path(path).parent, where), where)
+    path = scenario_file(path)
+    where = shown_path(path)
+    return parse(anchor_refs(read_data(path), path.parent, where), where)
 
 
 def with_overrides(scenario: Scenario, seed: int | None = None) -> Scenario:
