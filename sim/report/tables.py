@@ -10,13 +10,14 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from acksim.judges.figure_text import format_figure
+from acksim.judges.violation_text import violation_sentence
 
 INVARIANT_HEADER = ("invariant", "holds", "violations", "first counterexample")
 SLO_HEADER = ("figure", "value", "samples", "threshold", "met")
 PARAMETER_HEADER = ("parameter", "value")
 COUNT_HEADER = ("count", "value")
 
-_EXAMPLE_WIDTH = 160
+_EXAMPLE_WIDTH = 300
 _DASH = "—"
 NO_SAMPLE = "no sample"
 
@@ -70,12 +71,10 @@ def count_rows(summary: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def summarise_example(example: Mapping[str, Any] | None) -> str:
-    """A counterexample on one line, constructor-like: ``account_id='a1', time=12.5``; at most
-    160 characters (cut with "…"); "—" for None."""
-    if example is None:
-        return _DASH
-    text = ", ".join(f"{key}={value!r}" for key, value in example.items())
-    text = " ".join(text.split())  # no newlines or runs of blanks inside a table cell
+    """A counterexample in one sentence (``acksim.judges.violation_text``): ``cleanup
+    committed while stale: renewed (account a1 v1, message 1, cleanup_applied by worker-1 at
+    10.004 s)``; at most ``_EXAMPLE_WIDTH`` characters (cut with "…"); "—" for None."""
+    text = violation_sentence(example)  # one line: no newlines or runs of blanks inside a table cell
     return text if len(text) <= _EXAMPLE_WIDTH else text[: _EXAMPLE_WIDTH - 1] + "…"
 
 

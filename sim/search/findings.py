@@ -19,6 +19,7 @@ from typing import Mapping, Sequence
 from acksim.history import Record
 from acksim.judges.hazards import HAZARDS
 from acksim.judges.invariants import INVARIANTS
+from acksim.judges.violation_text import violation_sentence
 from acksim.judges.summary import verdict_line
 from acksim.report.junit import Suite, check_suite
 from acksim.scenario import Scenario
@@ -40,19 +41,25 @@ _TIMELINE_KINDS = {
 }
 
 
+# what a record's detail is, where a bare value would not say
+_DETAIL_LABELS = {"tx_committed": "{} writes"}
+
+
 def timeline(history: Sequence[Record], limit: int = 80) -> list[str]:
     """The counterexample as lines: who received what, crashes, commits, renewals, acks; at
-    most ``limit`` lines and one saying how many more there were."""
+    most ``limit`` lines and one saying how many more there were. A line: virtual time,
+    actor, record kind, then what it names, labelled: ``msg 3  account a1 v1  receive #2
+    (after_commit)``, the record's detail in brackets."""
     lines = []
     for r in history:
         if r.kind not in _TIMELINE_KINDS:
             continue
-        what = " ".join(p for p in (
+        what = "  ".join(p for p in (
             f"msg {r.message_id}" if r.message_id is not None else "",
-            f"{r.account_id} v{r.cleanup_version}" if r.account_id and r.cleanup_version is not None
-            else (r.account_id or ""),
-            f"receive {r.receive_count}" if r.receive_count else "",
-            r.detail) if p)
+            f"account {r.account_id} v{r.cleanup_version}" if r.account_id and r.cleanup_version is not None
+            else (f"account {r.account_id}" if r.account_id else ""),
+            f"receive #{r.receive_count}" if r.receive_count else "",
+            f"({_DETAIL_LABELS.get(r.kind, '{}').format(r.detail)})" if r.detail else "") if p)
         lines.append(f"{r.time:12.4f}s  {r.actor:<14} {r.kind:<18} {what}")
     if len(lines) > limit:
         lines = lines[:limit] + [f"... {len(lines) - limit} more lines in the replay's events.csv"]
@@ -87,20 +94,36 @@ def schedule(scenario: Scenario) -> list[str]:
     return out
 
 
+def headline(name: str, result) -> str:
+    """What finding ``name`` of ``result`` (an ``ExampleResult``) is, in one sentence: its
+    first violation (``acksim.judges.violation_text``), or the first line of the processor's
+    own error; the other kinds the example broke after it."""
+    verdict = result.verdicts.get(name)
+    if verdict is not None and not verdict["holds"]:
+        text = violation_sentence(verdict["example"])
+    elif result.errors:
+        text = next((line.strip() for line in reversed(result.errors[0].strip().splitlines()) if line.strip()), name)
+    else:
+        text = name.replace("_", " ")
+    others = [kind for kind in result.failures if kind != name]
+    return text + (f"; also {', '.join(others)}" if others else "")
+
+
 def render_findings(report, replay_paths: Sequence[Path]) -> list[str]:
     """Each finding of ``report`` (a ``CheckReport``) as lines of text: what broke, the shrunk
     schedule, the timeline, the replay command of its replay file in ``replay_paths`` (one per
     finding, in order)."""
     lines: list[str] = []
     for (name, (scenario, result)), path in zip(report.findings.items(), replay_paths):
-        lines.append(f"\nFOUND {name}: {', '.join(result.failures)}")
+        lines.append(f"\nFOUND {name}: {headline(name, result)}")
         depends = report.depends.get(name, ())
         if depends:
             lines.append("  depends on drawn settings (a configuration limit as much as the design's): "
                          + "; ".join(depends))
         for kind, verdict in result.verdicts.items():
             if not verdict["holds"] and name not in PROCESSOR_FINDINGS:
-                lines.append(f"  {kind}: {verdict['violations']} violation(s); first: {verdict['example']}")
+                lines.append(f"  {kind}: {verdict['violations']} violation(s); first: "
+                             f"{violation_sentence(verdict['example'])}")
         if result.errors:
             lines.append("  the processor's own error:\n    " + result.errors[0].rstrip().replace("\n", "\n    "))
         lines.append("  schedule (shrunk):")

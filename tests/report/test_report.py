@@ -141,8 +141,7 @@ def test_failing_run_says_what_failed(tmp_path, history):
     md = (tmp_path / "out" / "report.md").read_text()
     assert ("**Verdict: FAIL: invariants violated: at_most_once_effect (2); "
             "SLOs missed: recovery_time_p99_s (31.5 s vs threshold <= 10.0 s)**") in md
-    assert ("| at_most_once_effect | no | 2 | account_id='a2', cleanup_version=1, time=34.0, "
-            "note='applied \\| twice' |") in md
+    assert "| at_most_once_effect | no | 2 | account a2 v1, at 34 s, note applied \\| twice |" in md
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'class="verdict fail"' in html and "Verdict: PASS" not in html
 
@@ -374,11 +373,19 @@ def test_formatting_of_figures():
     assert format_figure("end_to_end_p99_s", math.nan) == "—"
 
 
-def test_counterexample_summary_is_one_bounded_line():
+def test_counterexample_summary_is_one_bounded_sentence():
     assert summarise_example(None) == "—"
-    assert summarise_example({"phase": "after\ncommit", "n": 3}) == "phase='after\\ncommit', n=3"
+    assert summarise_example({"phase": "after\ncommit", "n": 3}) == "phase after commit, n 3"
     long = summarise_example({"detail": "x" * 500})
-    assert len(long) == 160 and long.endswith("…")
+    assert len(long) == 300 and long.endswith("…")
+    example = {"time": 10.003683734515988, "seq": 6, "kind": "cleanup_applied", "actor": "worker-1",
+               "message_id": 1, "account_id": "a1", "cleanup_version": 1,
+               "why": "cleanup committed while stale: renewed"}
+    assert summarise_example(example) == ("cleanup committed while stale: renewed (account a1 v1, message 1, "
+                                          "cleanup_applied by worker-1 at 10.004 s)")
+    assert summarise_example({"account_id": "a1", "cleanup_version": 1, "deadline_s": 10.0,
+                              "why": "message 1 still in flight at the end"}) == \
+        "message 1 still in flight at the end (account a1 v1, deadline 10 s)"
 
 
 def test_verdict_ignores_unset_thresholds_but_not_missed_ones():
