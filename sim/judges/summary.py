@@ -7,7 +7,7 @@ from typing import Any, Mapping, Sequence
 
 from acksim.collector import young_collections
 from acksim.history import LIFECYCLE_KINDS, Record
-from acksim.judges.figure_text import format_figure
+from acksim.judges.figure_text import format_against, format_figure
 from acksim.judges.invariants import REPLAY_KINDS, AccountReplay, check_all
 from acksim.scenario import CRASH_PHASES, EXTERNAL_CRASH_PHASES, Scenario
 from acksim.judges.slo import LOWER_BOUND_FIGURES, slo_section
@@ -259,7 +259,8 @@ def judge(summary: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
             if fig["met"] is not False:
                 continue
             sign = ">=" if name in LOWER_BOUND_FIGURES else "<="
-            limit = f"threshold {sign} {format_figure(name, fig['threshold'])}"
+            value_text, threshold_text = format_against(name, fig["value"], fig["threshold"])
+            limit = f"threshold {sign} {threshold_text}"
             empty = fig["value"] is None or fig.get("n", 1) == 0
             if kind == "no_sample" and empty:
                 reasons.append({"kind": kind, "name": name, "text": f"{name} (no sample, {limit})"})
@@ -267,7 +268,7 @@ def judge(summary: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
                 censored = fig.get("censored") or 0
                 note = f", {censored} of {fig['n']} samples censored" if censored else ""
                 reasons.append({"kind": kind, "name": name,
-                                "text": f"{name} ({format_figure(name, fig['value'])} vs {limit}{note})"})
+                                "text": f"{name} ({value_text} vs {limit}{note})"})
     counts = summary.get("counts") or {}
     errors = counts.get("processor_errors") or 0
     if errors:

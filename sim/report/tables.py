@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from acksim.judges.figure_text import format_figure
+from acksim.judges.figure_text import format_against, format_figure
 from acksim.judges.violation_text import violation_sentence
 
 INVARIANT_HEADER = ("invariant", "holds", "violations", "first counterexample")
@@ -58,10 +58,11 @@ def slo_rows(summary: Mapping[str, Any]) -> list[tuple[str, str, str, str, str]]
         empty = slo["value"] is None or n == 0
         censored = slo.get("censored") or 0
         samples = _DASH if n is None else (f"{n} ({censored} censored)" if censored else str(n))
+        value_text, threshold_text = format_against(name, slo["value"], slo["threshold"])
         threshold = (_DASH if slo["threshold"] is None else
-                     f"{'>=' if name == 'throughput_per_s' else '<='} {format_figure(name, slo['threshold'])}")
+                     f"{'>=' if name == 'throughput_per_s' else '<='} {threshold_text}")
         met = "no (no sample)" if slo["met"] is False and empty else _yes_no(slo["met"])
-        rows.append((name, NO_SAMPLE if empty else format_figure(name, slo["value"]), samples, threshold, met))
+        rows.append((name, NO_SAMPLE if empty else value_text, samples, threshold, met))
     return rows
 
 
