@@ -32,12 +32,14 @@ COMMANDS: dict[str, tuple[str, str, str]] = {  # name: (module, add_parser, comm
     "compare": ("acksim.cli.compare", "add_compare_parser", "cmd_compare"),
     "live": ("acksim.cli.live", "add_live_parser", "cmd_live"),
     "crosscheck": ("acksim.cli.live", "add_crosscheck_parser", "cmd_crosscheck"),
+    "diff": ("acksim.cli.diff", "add_diff_parser", "cmd_diff"),
 }
 HELP = {"check": "search fault schedules for a design's invariant violations (Hypothesis)",
         "sweep": "run a grid of scenarios (capacity planning)",
         "compare": "run one scenario on each queue preset and compare them",
         "live": "run a scenario against a real broker (Redis Streams, RabbitMQ, SQS on moto)",
-        "crosscheck": "run schedules both in the simulation and live, and compare the verdicts"}
+        "crosscheck": "run schedules both in the simulation and live, and compare the verdicts",
+        "diff": "compare a run's summary.json with a baseline's; exit 1 on a regression"}
 
 DEFAULT_SCENARIO = "game-renewal.toml"  # bundled with acksim (acksim.scenarios), found from any folder
 
