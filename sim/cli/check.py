@@ -39,7 +39,7 @@ def add_check_parser(sub) -> None:
     p.add_argument("--processor", metavar="REF", help="package.module:function or path/to/file.py:function "
                                                       "(default: the reference acksim.model.processor:process)")
     p.add_argument("--candidate", metavar="NAME", help="a bundled candidate design (processor and design "
-                                                       "options) from acksim.model.candidates; see README")
+                                                       "options) from acksim.model.candidates; see docs/check.md")
     p.add_argument("--max-examples", type=int, default=500, help="examples to try, 1 .. 1,000,000 (default 500)")
     p.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
     p.add_argument("--all-findings", action="store_true",

@@ -47,7 +47,7 @@ def add_compare_parser(sub) -> None:
                                                        "a test case per invariant and SLO figure")
     p.add_argument("--processor", metavar="REF", help="code under test (default: the scenario's processor)")
     p.add_argument("--candidate", metavar="NAME", help="a bundled candidate design (its processor and design "
-                                                       "options) from acksim.model.candidates; see README")
+                                                       "options) from acksim.model.candidates; see docs/check.md")
 
 
 def cmd_compare(args) -> int:

@@ -65,7 +65,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                      help="code under test, package.module:function or path/to/file.py:function "
                           "(default: the scenario's processor, the reference acksim.model.processor:process)")
     run.add_argument("--candidate", metavar="NAME", help="a bundled candidate design (its processor and design "
-                                                         "options) from acksim.model.candidates; see README")
+                                                         "options) from acksim.model.candidates; see docs/check.md")
     run.add_argument("--junit-xml", metavar="FILE",
                      help="also write the verdict as JUnit XML: one test case per invariant and SLO figure")
     for name, (module, add_parser, _cmd) in COMMANDS.items():

@@ -181,7 +181,7 @@ def check_verdict(report, flaky: Mapping, require_coverage: bool = False) -> dic
         reasons.append({"kind": "flaky", "name": "flaky",
                         "text": f"{len(flaky)} flaky finding(s), not reproduced in a fresh process: "
                                 f"{', '.join(flaky)}; the search itself is not deterministic for this processor "
-                                "(state that outlives a run: see README, \"What runs as in production\")"})
+                                "(state that outlives a run: see docs/production.md)"})
     uncovered = report.uncovered
     if not reasons and uncovered and require_coverage:
         reasons.append({"kind": "uncovered", "name": "uncovered",

@@ -1,6 +1,6 @@
 """Presets: every default has its source, a scenario's fields win over its preset's, the
 documented limits hold, ``acksim presets`` lists them, and each preset's characteristic
-hazard shows up in a small run of its own (the rows of the README's presets table)."""
+hazard shows up in a small run of its own (the rows of the presets table, docs/presets-and-incidents.md)."""
 
 import pytest
 

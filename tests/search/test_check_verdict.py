@@ -34,4 +34,4 @@ def test_findings_and_flaky_findings_each_get_a_fail_line():
     assert lines == [
         "FAIL: 2 kind(s) of finding: at_most_once_effect, processor_error",
         "FAIL: 1 flaky finding(s), not reproduced in a fresh process: no_lost_work; the search itself is not "
-        "deterministic for this processor (state that outlives a run: see README, \"What runs as in production\")"]
+        "deterministic for this processor (state that outlives a run: see docs/production.md)"]

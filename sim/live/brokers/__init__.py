@@ -21,7 +21,7 @@ All derive from :class:`BrokerError` (a RuntimeError).
 
 One module per concept: ``errors``, ``ports``, ``processes`` (the server process tree),
 ``broker`` (the yielded ``Broker``), and one per server: ``redis``, ``rabbitmq``, ``sqs``.
-This package is the documented place (README) to import them from.
+This package is the documented place (docs/live.md) to import them from.
 """
 
 from __future__ import annotations
