@@ -14,7 +14,10 @@ does not load, a bad scenario or option).
 
 from __future__ import annotations
 
+import json
 import sys
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from acksim.judges.hazards import HAZARDS
@@ -24,8 +27,8 @@ from acksim.scenario import load
 from acksim.search.candidates import resolve
 from acksim.search.check import base_scenario
 from acksim.search.design import DESIGN_OPTIONS, describe, design_of
-from acksim.search.findings import (check_verdict, junit_suite, render_findings, render_flaky, search_lines,
-                                     verdict_lines)
+from acksim.search.findings import (check_json, check_verdict, junit_suite, render_findings, render_flaky,
+                                     search_lines, verdict_lines)
 from acksim.search.replay import confirm_findings, save_findings
 from acksim.world.sandbox.processor_ref import canonical_ref, processor_folder
 from acksim.world.sandbox.supervised import check_loads
@@ -62,6 +65,8 @@ def add_check_parser(sub) -> None:
     p.add_argument("--no-database", action="store_true", help="use no example database")
     p.add_argument("--junit-xml", metavar="FILE", help="also write the result as JUnit XML: a test case per "
                                                        "invariant and finding kind, and per hazard window")
+    p.add_argument("--json", action="store_true",
+                   help="print the check's result as JSON to stdout (everything else goes to stderr)")
 
 
 # of a --max-time budget, what is kept for confirming a finding in a fresh process (wall s)
@@ -126,16 +131,17 @@ def cmd_check(args) -> int:
     finally:
         close()
     rate = report.examples / report.seconds if report.seconds else 0.0
-    print(f"acksim check: {ref} ({describe(base)})")
-    print(f"examples run (shrinking included): {report.examples} in {report.seconds:.1f} s "
+    say = partial(print, file=sys.stderr if args.json else sys.stdout)  # --json: stdout is the JSON alone
+    say(f"acksim check: {ref} ({describe(base)})")
+    say(f"examples run (shrinking included): {report.examples} in {report.seconds:.1f} s "
           f"({rate:.1f} examples/s), seed {args.seed}" + (f", {jobs} searches in parallel" if jobs > 1 else ""))
     for line in search_lines(report, args.max_examples, max_time_s, args.all_findings):
-        print(line)
-    print("crash phases covered: " + ", ".join(f"{p} {report.phases[p]}" for p in
+        say(line)
+    say("crash phases covered: " + ", ".join(f"{p} {report.phases[p]}" for p in
                                                 ("before_call", "after_call", "after_commit", "during_ack")))
-    print("hazard windows (examples that hit each):")
+    say("hazard windows (examples that hit each):")
     for name, _fn in HAZARDS:
-        print(f"  {name:<42} {report.coverage[name]:>6}" + ("   WARNING: never hit" if not report.coverage[name] else ""))
+        say(f"  {name:<42} {report.coverage[name]:>6}" + ("   WARNING: never hit" if not report.coverage[name] else ""))
     report, flaky = confirm_findings(report, ref, folder)
     verdict = check_verdict(report, flaky, args.require_coverage)
     lines = verdict_lines(verdict)
@@ -143,18 +149,21 @@ def cmd_check(args) -> int:
         written = save_findings(report, ref, out, Path(args.save_corpus) if args.save_corpus else None,
                                 processor_path=folder)
     except OSError as exc:  # a full disk: the verdict still prints, then one line (exit 4)
-        print(f"\n{lines[0]}; replay files not written")
+        say(f"\n{lines[0]}; replay files not written")
         from acksim.report.outdir import output_error
 
         raise output_error(exc) from None
     for line in render_findings(report, written):
-        print(line)
+        say(line)
     for line in render_flaky(flaky):
-        print(line)
+        say(line)
     if args.junit_xml:
-        write_junit(args.junit_xml, [junit_suite(report, ref, written, args.require_coverage)])
+        write_junit(args.junit_xml, [replace(junit_suite(report, ref, written, args.require_coverage),
+                                             seconds=report.seconds)])
     for line in lines:
-        print(f"\n{line}")
+        say(f"\n{line}")
+    if args.json:
+        print(json.dumps(check_json(report, ref, describe(base), verdict, written, flaky), indent=2))
     return 0 if verdict["verdict"] == "PASS" else 1
 
 

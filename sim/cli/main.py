@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 from importlib import import_module
@@ -68,6 +70,8 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                                                          "options) from acksim.model.candidates; see README")
     run.add_argument("--junit-xml", metavar="FILE",
                      help="also write the verdict as JUnit XML: one test case per invariant and SLO figure")
+    run.add_argument("--json", action="store_true",
+                     help="print summary.json to stdout (the verdict line goes to stderr)")
     for name, (module, add_parser, _cmd) in COMMANDS.items():
         if name == command:
             getattr(import_module(module), add_parser)(sub)
@@ -162,6 +166,7 @@ def cmd_run(args) -> int:
     # the world runs in a supervised child (acksim.world.sandbox.supervised), by reference: each worker
     # start gets a fresh copy of the code; SIGTERM and Ctrl-C kill the child and unwind here
     tty = sys.stderr.isatty()
+    started = time.monotonic()
     try:
         run = run_world(scenario, ref, world=World, planned_end=planned_end if tty else None,
                         progress=(lambda now: bar.get("update") and bar["update"](now)) if tty else None)
@@ -187,13 +192,16 @@ def cmd_run(args) -> int:
         print(f"acksim: the processor raised an error of its own ({len(run.processor_errors)} in all); "
               f"the first, at {when:.4f} s in {worker} on message {mid}:\n{text.rstrip()}", file=sys.stderr)
     threads_warning(run.threads)
+    human = sys.stderr if args.json else sys.stdout  # --json: stdout is the summary alone
     if replay:
-        print(replay[0])
+        print(replay[0], file=human)
     if outcome.final.stopped_early:
         print(f"acksim: warning: stopped early: {outcome.final.stop_reason or 'the processor failed'}",
               file=sys.stderr)
-    print(f"{verdict}; report: {shown_path(out)}")
-    _junit(args, [run_suite(summary)])
+    print(f"{verdict}; report: {shown_path(out)}", file=human)
+    if args.json:
+        sys.stdout.write((out / "summary.json").read_text(encoding="utf-8"))
+    _junit(args, [replace(run_suite(summary), seconds=time.monotonic() - started)])
     return 0 if ok else 1
 
 
@@ -238,6 +246,7 @@ def _run_fanout(scenario, args) -> int:
     check_out_dir(out)
     if args.junit_xml:
         check_junit_path(args.junit_xml, out=out)
+    started = time.monotonic()
     run = run_world(scenario, ref, world=FanoutWorld)  # in a supervised child, as acksim.world.sandbox.supervised says
     outcome = run.outcome
     summary = build_fanout_summary(scenario, outcome, args.processor)
@@ -250,8 +259,10 @@ def _run_fanout(scenario, args) -> int:
     except OSError as exc:
         raise _not_written(verdict, exc, f"the report {shown_path(out)}") from None
     ok = passed(summary)
-    print(f"{verdict}; report: {shown_path(out)}")
-    _junit(args, [run_suite(summary)])
+    print(f"{verdict}; report: {shown_path(out)}", file=sys.stderr if args.json else sys.stdout)
+    if args.json:
+        sys.stdout.write((out / "summary.json").read_text(encoding="utf-8"))
+    _junit(args, [replace(run_suite(summary), seconds=time.monotonic() - started)])
     return 0 if ok else 1
 
 
