@@ -35,13 +35,15 @@ COMMANDS: dict[str, tuple[str, str, str]] = {  # name: (module, add_parser, comm
     "live": ("acksim.cli.live", "add_live_parser", "cmd_live"),
     "crosscheck": ("acksim.cli.live", "add_crosscheck_parser", "cmd_crosscheck"),
     "diff": ("acksim.cli.diff", "add_diff_parser", "cmd_diff"),
+    "init": ("acksim.cli.init", "add_init_parser", "cmd_init"),
 }
 HELP = {"check": "search fault schedules for a design's invariant violations (Hypothesis)",
         "sweep": "run a grid of scenarios (capacity planning)",
         "compare": "run one scenario on each queue preset and compare them",
         "live": "run a scenario against a real broker (Redis Streams, RabbitMQ, SQS on moto)",
         "crosscheck": "run schedules both in the simulation and live, and compare the verdicts",
-        "diff": "compare a run's summary.json with a baseline's; exit 1 on a regression"}
+        "diff": "compare a run's summary.json with a baseline's; exit 1 on a regression",
+        "init": "write a processor, a pytest check of it, a scenario and a CI job into a folder"}
 
 DEFAULT_SCENARIO = "game-renewal.toml"  # bundled with acksim (acksim.scenarios), found from any folder
 
