@@ -51,6 +51,10 @@ def add_check_parser(sub) -> None:
     p.add_argument("--max-time", metavar="DURATION",
                    help="bound the whole check in wall-clock time, e.g. 30s, 5m, 1h (1 s .. 24 h): the search "
                         "stops early and says what it covered")
+    p.add_argument("--executor", choices=("local", "dask"), default="local",
+                   help="where the searches run: local processes (default) or a Dask cluster (needs acksim[dask])")
+    p.add_argument("--address", "--scheduler", dest="address", metavar="ADDRESS",
+                   help="the Dask scheduler's address, e.g. tcp://10.0.0.5:8786 (with --executor dask)")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="independent searches on N processes, the examples split between them, one "
                         "example database (default: every processor this process may use; 1 .. 256)")
@@ -102,9 +106,16 @@ def cmd_check(args) -> int:
     max_time_s = None if args.max_time is None else parse_duration(args.max_time)
     from acksim.search.parallel import default_jobs, run_checks
 
-    jobs = default_jobs() if args.jobs is None else args.jobs
-    if not 1 <= jobs <= 256:
-        raise UsageError(f"--jobs: must be 1 .. 256, got {jobs}")
+    dask = args.executor == "dask"
+    jobs = (None if dask else default_jobs()) if args.jobs is None else args.jobs
+    if jobs is not None and not 1 <= jobs <= (100_000 if dask else 256):
+        raise UsageError(f"--jobs: must be 1 .. {100_000 if dask else 256}, got {jobs}")
+    if dask:
+        from acksim.cli.sweep import require_extra
+
+        require_extra("--executor dask")
+        if not args.address:
+            raise UsageError("--address: the dask executor needs a scheduler address, e.g. tcp://host:8786")
     ref, design = resolve(args.candidate, args.processor)  # design flags below override the candidate's
     design = design_of({option.key: option.value(getattr(args, option.key)) for option in DESIGN_OPTIONS
                         if getattr(args, option.key) is not None}, over=design)
@@ -122,19 +133,25 @@ def cmd_check(args) -> int:
     if args.save_corpus:
         check_out_dir(Path(args.save_corpus), replaces=False, flag="--save-corpus")
 
-    progress, close = _progress_bar(args.max_examples)
-    try:
-        report = run_checks(ref, base, jobs=jobs, max_examples=args.max_examples, seed=args.seed,
-                           database=None if args.no_database else Path(args.database),
-                           key=f"{ref}|{describe(base)}", progress=progress, all_findings=args.all_findings,
-                           max_time_s=search_budget_s(max_time_s))
-    finally:
-        close()
+    search = {"max_examples": args.max_examples, "seed": args.seed, "key": f"{ref}|{describe(base)}",
+              "database": None if args.no_database else Path(args.database), "all_findings": args.all_findings,
+              "max_time_s": search_budget_s(max_time_s)}
+    if dask:
+        from acksim.search.parallel import run_checks_on_dask
+
+        report = run_checks_on_dask(ref, base, address=args.address, jobs=jobs, **search)
+    else:
+        progress, close = _progress_bar(args.max_examples)
+        try:
+            report = run_checks(ref, base, jobs=jobs, progress=progress, **search)
+        finally:
+            close()
     rate = report.examples / report.seconds if report.seconds else 0.0
     say = partial(print, file=sys.stderr if args.json else sys.stdout)  # --json: stdout is the JSON alone
     say(f"acksim check: {ref} ({describe(base)})")
     say(f"examples run (shrinking included): {report.examples} in {report.seconds:.1f} s "
-          f"({rate:.1f} examples/s), seed {args.seed}" + (f", {jobs} searches in parallel" if jobs > 1 else ""))
+          f"({rate:.1f} examples/s), seed {args.seed}" + (
+              " on the Dask cluster" if dask else f", {jobs} searches in parallel" if jobs > 1 else ""))
     for line in search_lines(report, args.max_examples, max_time_s, args.all_findings):
         say(line)
     say("crash phases covered: " + ", ".join(f"{p} {report.phases[p]}" for p in
