@@ -23,7 +23,7 @@ from pathlib import Path
 from acksim.judges.hazards import HAZARDS
 from acksim.report.junit import check_junit_path, write_junit
 from acksim.report.outdir import UsageError, check_out_dir
-from acksim.scenario import load
+from acksim.scenario import load, with_overrides
 from acksim.search.candidates import resolve
 from acksim.search.check import base_scenario
 from acksim.search.design import DESIGN_OPTIONS, describe, design_of
@@ -45,6 +45,9 @@ def add_check_parser(sub) -> None:
                                                        "options) from acksim.model.candidates; see README")
     p.add_argument("--max-examples", type=int, default=500, help="examples to try, 1 .. 1,000,000 (default 500)")
     p.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
+    p.add_argument("--invariant", action="append", default=[], metavar="REF",
+                   help="an invariant of your own, package.module:function or path/to/file.py:function, "
+                        "searched for and shrunk like the built-in five (repeatable)")
     p.add_argument("--all-findings", action="store_true",
                    help="search on after the first finding until a round finds no new kind (default: stop at "
                         "the first finding, shrink and confirm it)")
@@ -119,7 +122,8 @@ def cmd_check(args) -> int:
     ref, design = resolve(args.candidate, args.processor)  # design flags below override the candidate's
     design = design_of({option.key: option.value(getattr(args, option.key)) for option in DESIGN_OPTIONS
                         if getattr(args, option.key) is not None}, over=design)
-    base = base_scenario(load(args.scenario) if args.scenario else None, design)
+    base = with_overrides(base_scenario(load(args.scenario) if args.scenario else None, design),
+                          invariants=args.invariant)
     ref = ref or base.processor
     check_loads(ref, "--processor", path=base.processor_path)  # bad input: exit 2 (loaded in a child)
     folder = base.processor_path or processor_folder(ref)
@@ -175,8 +179,8 @@ def cmd_check(args) -> int:
     for line in render_flaky(flaky):
         say(line)
     if args.junit_xml:
-        write_junit(args.junit_xml, [replace(junit_suite(report, ref, written, args.require_coverage),
-                                             seconds=report.seconds)])
+        suite = junit_suite(report, ref, written, args.require_coverage, base.invariants.names)
+        write_junit(args.junit_xml, [replace(suite, seconds=report.seconds)])
     for line in lines:
         say(f"\n{line}")
     if args.json:

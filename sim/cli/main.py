@@ -72,6 +72,9 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                                                          "options) from acksim.model.candidates; see README")
     run.add_argument("--junit-xml", metavar="FILE",
                      help="also write the verdict as JUnit XML: one test case per invariant and SLO figure")
+    run.add_argument("--invariant", action="append", default=[], metavar="REF",
+                     help="an invariant of your own, package.module:function or path/to/file.py:function, "
+                          "judged beside the built-in five (repeatable; see docs/history.md)")
     run.add_argument("--json", action="store_true",
                      help="print summary.json to stdout (the verdict line goes to stderr)")
     for name, (module, add_parser, _cmd) in COMMANDS.items():
@@ -137,7 +140,8 @@ def cmd_run(args) -> int:
         from acksim.scenarios import bundled
 
         args.scenario = str(bundled(DEFAULT_SCENARIO))
-    scenario = with_overrides(load(args.scenario), seed=args.seed)  # bad input answers before heavy imports
+    scenario = with_overrides(load(args.scenario), seed=args.seed,  # bad input answers before heavy imports
+                              invariants=args.invariant)
     from acksim.scenario import parse
     from acksim.search.candidates import resolve as resolve_candidate
     from acksim.search.design import merge_design

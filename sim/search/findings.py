@@ -225,13 +225,15 @@ def check_json(report, ref: str, design: str, verdict: Mapping, replay_paths: Se
     }
 
 
-def junit_suite(report, ref: str, replay_paths: Sequence[Path], require_coverage: bool) -> Suite:
+def junit_suite(report, ref: str, replay_paths: Sequence[Path], require_coverage: bool,
+                custom: Sequence[str] = ()) -> Suite:
     """The JUnit suite of a check of ``ref``: a case per finding kind (an invariant, the
     processor's own error, a hung processor), failing with the finding as
     ``render_findings`` prints it (the first violation, the shrunk schedule, the timeline, the
     replay command), and a case per hazard window (failing when never hit under
-    ``require_coverage``)."""
+    ``require_coverage``); ``custom``: the names of the base scenario's own invariants, a case
+    each after the built-in kinds."""
     texts = {name: "\n".join(render_findings(replace(report, findings={name: finding}), [path])).strip()
              for (name, finding), path in zip(report.findings.items(), replay_paths)}
-    return check_suite(f"check {ref}", texts, FINDINGS,
+    return check_suite(f"check {ref}", texts, (*FINDINGS, *custom),
                        {name: report.coverage[name] for name, _fn in HAZARDS}, require_coverage)
