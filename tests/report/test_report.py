@@ -506,3 +506,14 @@ def test_every_count_of_a_real_run_says_what_it_counts():
     assert rows[2] == ("crashes_after_commit", "1", "crashes in phase after_commit")
     assert rows[3] == ("no_op_renewed", "2", "attempts that committed nothing, harmlessly: renewed")
     assert rows[4] == ("something_new", "5", "")
+
+
+def test_a_window_is_cut_to_its_first_and_last_event():
+    from acksim.report.plots.timeline_window import trimmed
+
+    # the first deadline at 3000 s: no empty stretch before it, nor after the last start
+    assert trimmed(2700.0, 3300.0, [], [], [3000.0, 3100.0, 3200.0]) == (2982.0, 3218.0)
+    assert trimmed(2700.0, 3300.0, [(2800.0, 1)], [(3290.0, 1)], [3000.0]) == (2782.0, 3300.0)
+    assert trimmed(0.0, 600.0, [], [], []) == (0.0, 600.0)  # nothing in it: as it was
+    assert trimmed(0.0, 600.0, [], [], [300.0]) == (282.0, 318.0)  # one instant, with its margin
+    assert trimmed(0.0, 10.0, [], [], [5.0]) == (0.0, 10.0)  # under a second left: as it was
