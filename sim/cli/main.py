@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 from importlib import import_module
@@ -33,13 +35,15 @@ COMMANDS: dict[str, tuple[str, str, str]] = {  # name: (module, add_parser, comm
     "live": ("acksim.cli.live", "add_live_parser", "cmd_live"),
     "crosscheck": ("acksim.cli.live", "add_crosscheck_parser", "cmd_crosscheck"),
     "diff": ("acksim.cli.diff", "add_diff_parser", "cmd_diff"),
+    "init": ("acksim.cli.init", "add_init_parser", "cmd_init"),
 }
 HELP = {"check": "search fault schedules for a design's invariant violations (Hypothesis)",
         "sweep": "run a grid of scenarios (capacity planning)",
         "compare": "run one scenario on each queue preset and compare them",
         "live": "run a scenario against a real broker (Redis Streams, RabbitMQ, SQS on moto)",
         "crosscheck": "run schedules both in the simulation and live, and compare the verdicts",
-        "diff": "compare a run's summary.json with a baseline's; exit 1 on a regression"}
+        "diff": "compare a run's summary.json with a baseline's; exit 1 on a regression",
+        "init": "write a processor, a pytest check of it, a scenario and a CI job into a folder"}
 
 DEFAULT_SCENARIO = "game-renewal.toml"  # bundled with acksim (acksim.scenarios), found from any folder
 
@@ -68,6 +72,11 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                                                          "options) from acksim.model.candidates; see docs/check.md")
     run.add_argument("--junit-xml", metavar="FILE",
                      help="also write the verdict as JUnit XML: one test case per invariant and SLO figure")
+    run.add_argument("--invariant", action="append", default=[], metavar="REF",
+                     help="an invariant of your own, package.module:function or path/to/file.py:function, "
+                          "judged beside the built-in five (repeatable; see docs/history.md)")
+    run.add_argument("--json", action="store_true",
+                     help="print summary.json to stdout (the verdict line goes to stderr)")
     for name, (module, add_parser, _cmd) in COMMANDS.items():
         if name == command:
             getattr(import_module(module), add_parser)(sub)
@@ -131,7 +140,8 @@ def cmd_run(args) -> int:
         from acksim.scenarios import bundled
 
         args.scenario = str(bundled(DEFAULT_SCENARIO))
-    scenario = with_overrides(load(args.scenario), seed=args.seed)  # bad input answers before heavy imports
+    scenario = with_overrides(load(args.scenario), seed=args.seed,  # bad input answers before heavy imports
+                              invariants=args.invariant)
     from acksim.scenario import parse
     from acksim.search.candidates import resolve as resolve_candidate
     from acksim.search.design import merge_design
@@ -162,6 +172,7 @@ def cmd_run(args) -> int:
     # the world runs in a supervised child (acksim.world.sandbox.supervised), by reference: each worker
     # start gets a fresh copy of the code; SIGTERM and Ctrl-C kill the child and unwind here
     tty = sys.stderr.isatty()
+    started = time.monotonic()
     try:
         run = run_world(scenario, ref, world=World, planned_end=planned_end if tty else None,
                         progress=(lambda now: bar.get("update") and bar["update"](now)) if tty else None)
@@ -187,13 +198,16 @@ def cmd_run(args) -> int:
         print(f"acksim: the processor raised an error of its own ({len(run.processor_errors)} in all); "
               f"the first, at {when:.4f} s in {worker} on message {mid}:\n{text.rstrip()}", file=sys.stderr)
     threads_warning(run.threads)
+    human = sys.stderr if args.json else sys.stdout  # --json: stdout is the summary alone
     if replay:
-        print(replay[0])
+        print(replay[0], file=human)
     if outcome.final.stopped_early:
         print(f"acksim: warning: stopped early: {outcome.final.stop_reason or 'the processor failed'}",
               file=sys.stderr)
-    print(f"{verdict}; report: {shown_path(out)}")
-    _junit(args, [run_suite(summary)])
+    print(f"{verdict}; report: {shown_path(out)}", file=human)
+    if args.json:
+        sys.stdout.write((out / "summary.json").read_text(encoding="utf-8"))
+    _junit(args, [replace(run_suite(summary), seconds=time.monotonic() - started)])
     return 0 if ok else 1
 
 
@@ -238,6 +252,7 @@ def _run_fanout(scenario, args) -> int:
     check_out_dir(out)
     if args.junit_xml:
         check_junit_path(args.junit_xml, out=out)
+    started = time.monotonic()
     run = run_world(scenario, ref, world=FanoutWorld)  # in a supervised child, as acksim.world.sandbox.supervised says
     outcome = run.outcome
     summary = build_fanout_summary(scenario, outcome, args.processor)
@@ -250,8 +265,10 @@ def _run_fanout(scenario, args) -> int:
     except OSError as exc:
         raise _not_written(verdict, exc, f"the report {shown_path(out)}") from None
     ok = passed(summary)
-    print(f"{verdict}; report: {shown_path(out)}")
-    _junit(args, [run_suite(summary)])
+    print(f"{verdict}; report: {shown_path(out)}", file=sys.stderr if args.json else sys.stdout)
+    if args.json:
+        sys.stdout.write((out / "summary.json").read_text(encoding="utf-8"))
+    _junit(args, [replace(run_suite(summary), seconds=time.monotonic() - started)])
     return 0 if ok else 1
 
 

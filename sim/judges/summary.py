@@ -8,7 +8,8 @@ from typing import Any, Mapping, Sequence
 from acksim.collector import young_collections
 from acksim.history import LIFECYCLE_KINDS, Record
 from acksim.judges.figure_text import format_against, format_figure
-from acksim.judges.invariants import REPLAY_KINDS, AccountReplay, check_all
+from acksim.judges.custom import custom_invariants
+from acksim.judges.invariants import INVARIANTS, REPLAY_KINDS, AccountReplay, check_all
 from acksim.scenario import CRASH_PHASES, EXTERNAL_CRASH_PHASES, Scenario
 from acksim.judges.slo import LOWER_BOUND_FIGURES, slo_section
 from acksim.outcome import Outcome
@@ -210,7 +211,7 @@ def build_summary(scenario: Scenario, outcome: Outcome, processor: str | None = 
         return with_verdict({
             "scenario": scenario.name,
             "seed": scenario.seed,
-            "invariants": check_all(history, outcome.final),
+            "invariants": check_all(history, outcome.final, INVARIANTS + custom_invariants(scenario)),
             "slo": slo_section(history, scenario.slo.thresholds()),
             "counts": {**counts(history), "stopped_early": int(outcome.final.stopped_early)},
             "parameters": parameters(scenario, processor),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import get_args
+from typing import Sequence, get_args
 
 import annotated_types as at
 from pydantic import BaseModel, ValidationError
@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from acksim.printable import shown_path
 from acksim.scenario.base import MAX_SCENARIO_BYTES, ScenarioError
 from acksim.scenarios import find
-from acksim.scenario.file_refs import anchor_refs
+from acksim.scenario.file_refs import anchor_refs, is_file_ref
 from acksim.scenario.root import Scenario
 
 
@@ -162,9 +162,17 @@ def load(path: str | Path) -> Scenario:
     return parse(anchor_refs(read_data(path), path.parent, where), where)
 
 
-def with_overrides(scenario: Scenario, seed: int | None = None) -> Scenario:
-    """A copy of ``scenario`` with the command line's overrides applied (re-validated)."""
+def with_overrides(scenario: Scenario, seed: int | None = None, invariants: Sequence[str] = ()) -> Scenario:
+    """A copy of ``scenario`` with the command line's overrides applied (re-validated): the
+    ``seed``, and ``invariants`` (references, ``--invariant``) added to its custom invariants
+    (a relative file reference taken from the current folder)."""
     data = scenario.model_dump()
     if seed is not None:
         data["seed"] = seed
-    return parse(data, "--seed" if seed is not None else "scenario")
+    for ref in invariants:
+        target, colon, function = ref.rpartition(":")
+        if colon and is_file_ref(ref):
+            ref = f"{Path(target).resolve()}:{function}"
+        data["invariants"]["custom"] = (*data["invariants"]["custom"], {"ref": ref})
+    source = "--invariant" if invariants else "--seed" if seed is not None else "scenario"
+    return parse(data, source)

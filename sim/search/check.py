@@ -25,7 +25,8 @@ from acksim.judges.hazards import HAZARDS, hazards_hit
 from acksim.history import Record, pack, unpack
 from acksim.outcome import pack_final, unpack_final
 from acksim.world.sandbox.interleave import ProcessorHung
-from acksim.judges.invariants import check_all
+from acksim.judges.custom import custom_invariants
+from acksim.judges.invariants import INVARIANTS, check_all
 from acksim.scenario import CRASH_PHASES, Scenario, parse
 from acksim.search.constants import pinned_constants
 from acksim.search.dependence import dependence
@@ -95,7 +96,7 @@ def run_example(scenario: Scenario, processor: Callable | str, child: Child | No
         failures = [death.finding]
     else:
         failures = ["processor_hung"] if hung else ["processor_error"] if errors else []
-    verdicts = check_all(history, final)
+    verdicts = check_all(history, final, INVARIANTS + custom_invariants(scenario))
     # a run cut short at the processor's own error (or hang, or death) is judged on that alone
     if not failures:
         failures = [name for name, v in verdicts.items() if not v["holds"]]
@@ -133,6 +134,14 @@ class Finding(Exception):
 
 
 _FINDING_TYPES = {name: type(f"Found_{name}", (Finding,), {}) for name in FINDINGS}
+
+
+def finding_type(name: str) -> type[Finding]:
+    """The ``Finding`` subclass of kind ``name`` (a built-in one, or made on first use for a
+    custom invariant's name)."""
+    if name not in _FINDING_TYPES:
+        _FINDING_TYPES[name] = type(f"Found_{name}", (Finding,), {})
+    return _FINDING_TYPES[name]
 
 
 class OutOfTime(BaseException):
@@ -201,6 +210,7 @@ def run_check(processor: Callable | str, base: Scenario, *, max_examples: int = 
     instead, where a processor's ``os._exit``, fatal signal or blocking call ends or hangs
     the check itself.
     """
+    custom_invariants(base)  # the user's own invariants load before the search (bad input: ScenarioError)
     report = CheckReport()
     started = time.monotonic()
     deadline = None if max_time_s is None else started + max_time_s
@@ -289,7 +299,7 @@ def _search(report: CheckReport, run, base, budget, seed, database, key, round_n
             if report.first is None:
                 report.first = FirstFinding(new[0], report.examples, time.monotonic() - started)
             report.findings[new[0]] = (scenario, result)  # the last failing run of a kind is the shrunk one
-            raise _FINDING_TYPES[new[0]](", ".join(result.failures))
+            raise finding_type(new[0])(", ".join(result.failures))
 
     db = DirectoryBasedExampleDatabase(str(database)) if database else None
     if db is not None and round_no:

@@ -201,13 +201,39 @@ def verdict_lines(verdict: Mapping) -> list[str]:
     return [verdict_line({**verdict, "reasons": [reason]}) for reason in verdict["reasons"]]
 
 
-def junit_suite(report, ref: str, replay_paths: Sequence[Path], require_coverage: bool) -> Suite:
+def check_json(report, ref: str, design: str, verdict: Mapping, replay_paths: Sequence[Path],
+               flaky: Mapping) -> dict:
+    """A check's result as plain data (``acksim check --json``): the processor ``ref`` and
+    ``design``, the ``verdict`` and its reasons (``check_verdict``), examples and wall
+    seconds, the first finding (kind, example, seconds) or None, whether the time budget
+    ended the search, each confirmed finding (its headline, the drawn settings it depends on,
+    its replay file in ``replay_paths``), the flaky ones, and the examples per hazard window
+    and crash phase."""
+    first = report.first
+    return {
+        "processor": ref, "design": design, "verdict": verdict["verdict"], "reasons": list(verdict["reasons"]),
+        "examples": report.examples, "seconds": round(report.seconds, 3),
+        "first": None if first is None else {"kind": first.kind, "example": first.example,
+                                             "seconds": round(first.seconds, 3)},
+        "out_of_time": report.out_of_time,
+        "findings": {name: {"headline": headline(name, result), "depends_on": list(report.depends.get(name, ())),
+                            "replay": str(Path(path).resolve())}
+                     for (name, (_scenario, result)), path in zip(report.findings.items(), replay_paths)},
+        "flaky": {name: list(diff) for name, (_s, _r, diff) in flaky.items()},
+        "hazard_windows": {name: report.coverage[name] for name, _fn in HAZARDS},
+        "crash_phases": dict(sorted(report.phases.items())),
+    }
+
+
+def junit_suite(report, ref: str, replay_paths: Sequence[Path], require_coverage: bool,
+                custom: Sequence[str] = ()) -> Suite:
     """The JUnit suite of a check of ``ref``: a case per finding kind (an invariant, the
     processor's own error, a hung processor), failing with the finding as
     ``render_findings`` prints it (the first violation, the shrunk schedule, the timeline, the
     replay command), and a case per hazard window (failing when never hit under
-    ``require_coverage``)."""
+    ``require_coverage``); ``custom``: the names of the base scenario's own invariants, a case
+    each after the built-in kinds."""
     texts = {name: "\n".join(render_findings(replace(report, findings={name: finding}), [path])).strip()
              for (name, finding), path in zip(report.findings.items(), replay_paths)}
-    return check_suite(f"check {ref}", texts, FINDINGS,
+    return check_suite(f"check {ref}", texts, (*FINDINGS, *custom),
                        {name: report.coverage[name] for name, _fn in HAZARDS}, require_coverage)

@@ -29,9 +29,11 @@ def keys(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 
 def named(key: str, page: str) -> bool:
-    """``key`` appears on ``page`` as `name`, `table.name`, `name = ...`, [table] or [[table]]."""
+    """``key`` appears on ``page`` as `name`, `table.name`, `name = ...`, `[table]`, `[[table]]`
+    or `[[table.sub]]`."""
     leaf = re.escape(key.rsplit(".", 1)[-1])
-    return re.search(rf"`(\[\[?)?([\w.]+\.)?{leaf}(\]\]?| = [^`]*)?`", page) is not None
+    return (re.search(rf"`(\[\[?)?([\w.]+\.)?{leaf}(\]\]?| = [^`]*)?`", page) is not None
+            or f"`[[{key}." in page or f"`[{key}." in page)  # a table named by its sub-table
 
 
 def test_the_scenario_reference_names_every_key():

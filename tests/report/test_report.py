@@ -494,3 +494,26 @@ def test_a_replays_report_carries_the_verdict_and_the_timeline(tmp_path):
     assert page.index("<h2>Replay</h2>") < page.index("</body>")
     assert json.loads((tmp_path / "r" / ".acksim-report").read_text())["kind"] == "replay"
     assert (tmp_path / "r" / "plots" / "counterexample.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_every_count_of_a_real_run_says_what_it_counts():
+    from acksim.report.tables import count_rows
+
+    counts = {"jobs": 3, "conflicts": 7, "crashes_after_commit": 1, "no_op_renewed": 2, "something_new": 5}
+    rows = count_rows({"counts": counts})
+    assert rows[0] == ("jobs", "3", "messages the scheduler published (a term roll-over or an extension "
+                                    "publishes another)")
+    assert rows[2] == ("crashes_after_commit", "1", "crashes in phase after_commit")
+    assert rows[3] == ("no_op_renewed", "2", "attempts that committed nothing, harmlessly: renewed")
+    assert rows[4] == ("something_new", "5", "")
+
+
+def test_a_window_is_cut_to_its_first_and_last_event():
+    from acksim.report.plots.timeline_window import trimmed
+
+    # the first deadline at 3000 s: no empty stretch before it, nor after the last start
+    assert trimmed(2700.0, 3300.0, [], [], [3000.0, 3100.0, 3200.0]) == (2982.0, 3218.0)
+    assert trimmed(2700.0, 3300.0, [(2800.0, 1)], [(3290.0, 1)], [3000.0]) == (2782.0, 3300.0)
+    assert trimmed(0.0, 600.0, [], [], []) == (0.0, 600.0)  # nothing in it: as it was
+    assert trimmed(0.0, 600.0, [], [], [300.0]) == (282.0, 318.0)  # one instant, with its margin
+    assert trimmed(0.0, 10.0, [], [], [5.0]) == (0.0, 10.0)  # under a second left: as it was
