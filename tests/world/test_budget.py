@@ -12,7 +12,7 @@ from acksim.scenario import ScenarioError, parse
 from acksim.world.core import World, simulate
 from helpers.tinyworld import tiny_dict
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(600)
 
 
 def _sleeper(seconds: float):
@@ -109,7 +109,7 @@ def test_a_hung_processor_ends_the_run_and_says_so(tmp_path):
     assert final.stop_reason.startswith("the processor hung, so the run ended there: the processor ran over 0.2 s")
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("disposition", ["ignored", "a handler that does not raise"])
 def test_a_hung_processor_is_stopped_whatever_sigint_does(disposition):
     # the watchdog's interrupt must not depend on this process's SIGINT handler (a library's,
