@@ -19,7 +19,8 @@ class Run(_Section):
     with a one-line error naming the field that makes it expensive; raise ``max_events`` to
     run it anyway.
     ``step_budget_s``: the wall-clock time the processor may run between two store calls
-    before the run ends with it reported as hung; ``stop_on_processor_error``: end the run at
+    before the run ends with it reported as hung (time spent waiting for a CPU not counted,
+    so a loaded machine does not make a hung processor); ``stop_on_processor_error``: end the run at
     the processor's first error of its own (``acksim check`` sets it; a replay keeps it)."""
 
     max_time_s: float = Field(30 * DAY, gt=0.0, le=HORIZON_S)
