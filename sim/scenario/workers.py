@@ -28,7 +28,12 @@ class Workers(_Section):
     start-to-close timeout: crash kind "execution_timeout", ``acksim.world.actors.time_limits``).
     ``on_tombstone`` (``acksim.world.queue.tombstones``): a delivery with no payload (a trimmed
     entry's id) is counted missing and removed from the pending list ("count_missing"), or
-    acked as if done ("ack": a finding, ``ack_after_durable``)."""
+    acked as if done ("ack": a finding, ``ack_after_durable``).
+    ``concurrency`` > 0: a worker runs at most that many attempts at once (Celery's pool,
+    ``worker_concurrency``): its own delivery's and those of the ETA jobs it holds
+    (``queue.eta_held_by_worker``) that came due, each waiting for a free slot in the order it
+    asked (a held job that comes due while every slot is taken starts when one frees; the
+    worker's own deliveries still run one at a time). 0: no bound, each held job runs when due."""
 
     count: int = Field(8, ge=1, le=1000)
     ack_policy: Literal["after_commit", "before_processing"] = "after_commit"
@@ -44,3 +49,4 @@ class Workers(_Section):
     # a hard limit per attempt, 0 = none (acksim.world.actors.time_limits: T-AF, A-CFG, GCT-TASK)
     execution_timeout_s: float = Field(0.0, ge=0.0, le=DAY)
     on_tombstone: Literal["count_missing", "ack"] = "count_missing"
+    concurrency: int = Field(0, ge=0, le=1000)  # attempts at once per worker (its pool), 0 = no bound
