@@ -306,7 +306,7 @@ class _Watchdog:
         if self.clock is not None and isinstance(self.clock.read_wait, TaskWait):
             self.clock.read_wait.close()  # the parent's thread's file
         self._thread, self.clock, self._lock = None, None, threading.Lock()
-        self.started_at, self.fired, self.pending = None, False, False
+        self.started_at, self.fired, self.pending, self.deciding = None, False, False, False
 
     def _watch(self) -> None:
         while True:
