@@ -19,7 +19,7 @@ import simpy
 from acksim.model.store_api import DbOptions
 from acksim.model.stores import open_database
 from acksim.collector import young_collections
-from acksim.world.budget import run_guarded, stop_reason
+from acksim.world.budget import LoopGuard, run_guarded, stop_reason
 from acksim.world.cost import refuse_if_too_costly
 from acksim.world.sandbox.interleave import ProcessorHung
 from acksim.world.faults import FaultPlan, fault_injector, killer
@@ -183,8 +183,9 @@ class World:
             env.process(self._redrive(at))
         self.clock.start()
         try:
+            guard = LoopGuard(self.history, sc.run.max_redeliveries_without_progress)
             self._budget_reason = run_guarded(env, env.process(self._until_idle()), sc.run.max_events,
-                                              sc.run.max_wall_s)
+                                              sc.run.max_wall_s, guard)
         except RunStopped:
             self._stopped = True
         except ProcessorHung as exc:  # the caller reports what happened up to here
