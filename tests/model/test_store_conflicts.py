@@ -23,6 +23,12 @@ def acct(account_id: str, version: int = 1, renewed: bool = False) -> Account:
     return Account(account_id, version, renewed, T0)
 
 
+@pytest.fixture(params=["sqlite", "memory"])
+def backend(request) -> str:
+    """SQLite's rules and its twin's (PostgreSQL's conflicts: ``test_postgres_store``)."""
+    return request.param
+
+
 @pytest.fixture
 def pair(make_db):
     db = make_db()
