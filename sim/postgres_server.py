@@ -120,7 +120,7 @@ class PrivateCluster:
         t0 = time.monotonic()
         bins = bin_dir()
         user = run_as()
-        self.folder = tempfile.mkdtemp(prefix="acksim-pg-")
+        self.folder = tempfile.mkdtemp(prefix="acksim-pg-", dir=_base_dir(user))
         self.owner_pid = os.getpid()
         try:
             if user is not None:
@@ -169,6 +169,22 @@ class PrivateCluster:
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder = None
+
+
+def _base_dir(user: str | None) -> str:
+    """Where the cluster's folder goes: the temporary folder (``TMPDIR``), unless its path is
+    too long for the server's socket path (107 bytes) or, for a server that runs as another
+    user, not open to that user; then /tmp."""
+    base = tempfile.gettempdir()
+    if len(base) > 60 or (user is not None and not _open_to_all(base)):
+        return "/tmp"
+    return base
+
+
+def _open_to_all(path: str) -> bool:
+    """True when every folder from / down to ``path`` lets any user through (o+x)."""
+    current = Path(path).resolve()
+    return all(p.stat().st_mode & 0o001 for p in (current, *current.parents))
 
 
 _shared: dict = {"cluster": None, "users": 0, "held": 0}
