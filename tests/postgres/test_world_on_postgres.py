@@ -99,3 +99,46 @@ def test_the_smoke_scenario_passes_and_gives_the_same_history_twice(postgres_ser
         digests.append(history_digest(outcome.history))
     assert digests[0] == digests[1]
     assert parks > 0  # statements did wait on locks, and were parked
+
+
+def lock_both(job, accounts, cleanup_store, outbox):
+    """Lock the job's account, then the other one, then run the reference: two such jobs at
+    once lock in opposite orders."""
+    accounts.get(job.account_id, for_update=True)
+    accounts.get("b" if job.account_id == "a" else "a", for_update=True)
+    process(job, accounts, cleanup_store, outbox)
+
+
+def test_a_lock_cycle_cancels_the_younger_transaction_which_retries(pg):
+    plan = {"accounts": [{"account_id": "a", "deadline_s": 100}, {"account_id": "b", "deadline_s": 100}]}
+    outcome, summary, parks = run(pg(workers={"count": 2}, plan=plan), lock_both)
+    # both lock their own account @101; worker-1 waits for b @102, worker-2 for a @102: a cycle,
+    # worker-2's transaction (begun second) is cancelled; worker-1 goes on at once (get a @103,
+    # was_applied @104, apply_once @105, add_once @106, commit @107); worker-2's retry waits for
+    # b until 107, then a @108, the reference @109-112, commit @113
+    assert [(r.time, r.kind, r.actor, r.account_id, r.detail) for r in outcome.history
+            if r.kind in ("tx_rolled_back", "tx_committed")] == [
+        (102.0, "tx_rolled_back", "worker-2", "b", "conflict:DeadlockDetected"),
+        (107.0, "tx_committed", "worker-1", "a", "2"),
+        (113.0, "tx_committed", "worker-2", "b", "2"),
+    ]
+    assert parks == 2
+    assert summary["verdict"] == "PASS"
+
+
+def test_a_worker_killed_while_it_waits_on_a_lock_rolls_back_and_the_holder_goes_on(pg):
+    outcome, summary, parks = run(pg(workers={"count": 2}, plan={"accounts": [{"account_id": "a", "deadline_s": 100}]},
+                                     faults={"duplicates": [{"delivery": 1}],
+                                             "kills": [{"at_s": 101.5, "worker": 2, "down_s": 10}]}),
+                                  candidates.for_update)
+    # both copies start at 100; worker-1 locks a @101, worker-2's locking read waits; killed at 101.5
+    assert [(r.time, r.kind, r.actor, r.detail) for r in outcome.history if r.time < 1000 and r.kind in (
+        "crashed", "tx_rolled_back", "tx_committed", "acked", "restarted")] == [
+        (101.5, "crashed", "worker-2", "killed"),
+        (101.5, "tx_rolled_back", "worker-2", "crash"),
+        (105.0, "tx_committed", "worker-1", "2"),
+        (105.0, "acked", "worker-1", ""),
+        (111.5, "restarted", "worker-2", ""),
+    ]
+    assert parks == 1
+    assert summary["invariants"]["at_most_once_effect"]["holds"]
