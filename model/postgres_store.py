@@ -33,10 +33,10 @@ import secrets
 
 from psycopg import pq
 
-from acksim.model.errors import StoreError, TransactionAborted, TransactionStateError
+from acksim.model.errors import StoreError, TransactionAborted
 from acksim.model.postgres_wire import LockHub, Wire, check, decode, quote_ident
-from acksim.model.sql_stores import SqlAccounts, SqlCleanupStore, SqlOutbox, Statements
-from acksim.model.store_api import DbOptions, LockWaits, OpenSessions, Write
+from acksim.model.sql_stores import SqlSession, Statements
+from acksim.model.store_api import DbOptions, LockWaits, OpenSessions
 
 ISOLATIONS = {"read_committed": b"READ COMMITTED", "repeatable_read": b"REPEATABLE READ",
               "serializable": b"SERIALIZABLE"}
@@ -180,14 +180,14 @@ def _encoded(sql: Statements) -> Statements:
                         for text in (getattr(sql, name) for name in Statements.__slots__)))
 
 
-class PostgresSession:
-    """One connection: the three stores plus the unit of work spanning them.
-
-    Same contract as ``acksim.model.sqlite_store.SqliteSession``: ``commit()`` returns the
-    transaction's ``Write`` tuple; a conflict (``SerializationFailure``, ``DeadlockDetected``,
-    ``UniqueViolation``...) is raised from the call that hit it and leaves the transaction
-    open until ``rollback()``; writes made outside a transaction accumulate for
-    ``take_autocommitted()``.
+class PostgresSession(SqlSession):
+    """One connection: the three stores plus the unit of work spanning them
+    (``acksim.model.sql_stores.SqlSession``, as SQLite's). ``begin()`` starts a transaction at
+    the database's isolation level; it takes its snapshot at its first statement, as
+    PostgreSQL does. A conflict (``SerializationFailure``, ``DeadlockDetected``,
+    ``UniqueViolation``...) is raised from the call that hit it, ``commit()`` included, and
+    leaves the transaction open until ``rollback()``; so does ``commit()`` of a transaction an
+    earlier error aborted (``TransactionAborted``).
     """
 
     def __init__(self, database: PostgresDatabase) -> None:
@@ -195,61 +195,8 @@ class PostgresSession:
         self._hub = database.hub
         self._wire = Wire(database.conninfo, database.schema, self._hub)
         self._begin = b"BEGIN ISOLATION LEVEL " + ISOLATIONS[database.options.isolation]
-        self._in_tx = False
         self._closed = False
-        self._log: list[Write] = []
-        self._auto: list[Write] = []
-        sql = database.statements
-        self.accounts = SqlAccounts(self, sql)
-        self.cleanup_store = SqlCleanupStore(self, sql)
-        self.outbox = SqlOutbox(self, sql)
-
-    @property
-    def in_transaction(self) -> bool:
-        """True between ``begin()`` and the ``commit()``/``rollback()`` that ends it."""
-        return self._in_tx
-
-    def begin(self) -> None:
-        """Start a transaction at the database's isolation level (TransactionStateError if one
-        is open); it takes its snapshot at its first statement, as PostgreSQL does."""
-        if self._in_tx:
-            raise TransactionStateError("begin() inside a transaction")
-        self._execute(self._begin)
-        self._wire.tx_number = self._hub.next_tx()
-        self._in_tx = True
-
-    def commit(self) -> tuple[Write, ...]:
-        """Commit; return the transaction's writes. On a conflict (or an aborted transaction)
-        raise it and keep the transaction open for ``rollback()``."""
-        if not self._in_tx:
-            raise TransactionStateError("commit() outside a transaction")
-        if self._wire.pg.transaction_status == _INERROR:
-            raise TransactionAborted("commit() of a transaction an earlier error aborted; roll it back")
-        try:
-            self._execute(b"COMMIT")
-        finally:
-            self._released()
-        writes = tuple(self._log)
-        self._in_tx = False
-        self._log = []
-        return writes
-
-    def rollback(self) -> None:
-        """Roll back and discard the transaction's writes (TransactionStateError if none)."""
-        if not self._in_tx:
-            raise TransactionStateError("rollback() outside a transaction")
-        self._in_tx = False
-        self._log = []
-        if self._wire.pg.transaction_status in (_INTRANS, _INERROR):
-            try:
-                self._execute(b"ROLLBACK")
-            finally:
-                self._released()
-
-    def take_autocommitted(self) -> tuple[Write, ...]:
-        """Return and clear the writes committed outside explicit transactions."""
-        writes, self._auto = tuple(self._auto), []
-        return writes
+        self._open(database.statements)
 
     def close(self) -> None:
         """Roll back any open transaction and close the connection (idempotent)."""
@@ -262,16 +209,30 @@ class PostgresSession:
         self._database._sessions.discard(self)
         self._released()
 
-    # -- what ``acksim.model.sql_stores`` calls ---------------------------------------------
+    def _begin_tx(self) -> None:
+        self._execute(self._begin)
+        self._wire.tx_number = self._hub.next_tx()
+
+    def _commit_tx(self) -> None:
+        if self._wire.pg.transaction_status == _INERROR:
+            raise TransactionAborted("commit() of a transaction an earlier error aborted; roll it back")
+        try:
+            self._execute(b"COMMIT")
+        finally:
+            self._released()
+
+    def _rollback_tx(self) -> None:
+        if self._wire.pg.transaction_status in (_INTRANS, _INERROR):
+            try:
+                self._execute(b"ROLLBACK")
+            finally:
+                self._released()
 
     def _rows(self, sql: bytes, params: tuple = ()) -> list[tuple]:
         return decode(self._statement(sql, params))
 
     def _count(self, sql: bytes, params: tuple = ()) -> int:
         return int(self._statement(sql, params).command_tuples or 0)
-
-    def _logged(self, write: Write) -> None:
-        (self._log if self._in_tx else self._auto).append(write)
 
     def _statement(self, sql: bytes, params: tuple):
         if not self._in_tx:

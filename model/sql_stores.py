@@ -1,10 +1,11 @@
-"""The three stores written once over SQL, for the SQLite and PostgreSQL backends.
+"""The three stores and the unit of work written once over SQL, for the SQLite and PostgreSQL
+backends.
 
-A backend gives its session's SQL as ``Statements`` and three calls on the session:
-``_rows(sql, params) -> list[tuple]`` (decoded Python values), ``_count(sql, params) -> int``
-(rows the statement changed) and ``_logged(write)`` (a ``Write`` of the open transaction, or
-of an autocommitted call); ``_in_tx`` is True inside ``begin()``. Statements take positional
-parameters in the order shown by each store method; their placeholders are the backend's own.
+A backend's session is a ``SqlSession`` given its SQL as ``Statements``; it sends statements
+with ``_rows(sql, params) -> list[tuple]`` (decoded Python values) and ``_count(sql, params)
+-> int`` (rows the statement changed), and the transaction's ends with ``_begin_tx``,
+``_commit_tx`` and ``_rollback_tx``. Statements take positional parameters in the order shown
+by each store method; their placeholders are the backend's own.
 
 Writes are guarded so that a statement which would not change a row (an ignored duplicate
 insert, a put of an identical account, a status already set, a delete of a missing row) logs
@@ -17,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 
+from acksim.model.errors import TransactionStateError
 from acksim.model.job import Account
 from acksim.model.store_api import OutboxEvent, Write
 
@@ -63,6 +65,77 @@ def account_from_row(row: tuple) -> Account:
     """An ``Account`` from (account_id, cleanup_version, renewed, deadline microseconds)."""
     account_id, version, renewed, deadline_us = row
     return Account(account_id, version, bool(renewed), EPOCH + timedelta(microseconds=deadline_us))
+
+
+class SqlSession:
+    """One connection's three stores and the unit of work spanning them (see
+    ``acksim.model.store_api.Session``): ``begin``, ``commit`` (returns the transaction's
+    ``Write`` tuple; on a conflict it raises and the transaction stays open until
+    ``rollback``), ``rollback``; writes made outside a transaction (autocommit) accumulate for
+    ``take_autocommitted``. ``begin`` inside a transaction, ``commit`` or ``rollback`` outside
+    one: ``TransactionStateError``."""
+
+    def _open(self, sql: Statements) -> None:
+        """Called by the backend's ``__init__``: no transaction, empty logs, the stores."""
+        self._in_tx = False
+        self._log: list[Write] = []
+        self._auto: list[Write] = []
+        self.accounts = SqlAccounts(self, sql)
+        self.cleanup_store = SqlCleanupStore(self, sql)
+        self.outbox = SqlOutbox(self, sql)
+
+    @property
+    def in_transaction(self) -> bool:
+        """True between ``begin()`` and the ``commit()``/``rollback()`` that ends it."""
+        return self._in_tx
+
+    def begin(self) -> None:
+        """Start a transaction."""
+        if self._in_tx:
+            raise TransactionStateError("begin() inside a transaction")
+        self._begin_tx()
+        self._in_tx = True
+
+    def commit(self) -> tuple[Write, ...]:
+        """Commit; return the transaction's writes. On a conflict raise it, keep it open."""
+        if not self._in_tx:
+            raise TransactionStateError("commit() outside a transaction")
+        self._commit_tx()
+        writes = tuple(self._log)
+        self._in_tx = False
+        self._log = []
+        return writes
+
+    def rollback(self) -> None:
+        """Roll back and discard the transaction's writes."""
+        if not self._in_tx:
+            raise TransactionStateError("rollback() outside a transaction")
+        self._in_tx = False
+        self._log = []
+        self._rollback_tx()
+
+    def take_autocommitted(self) -> tuple[Write, ...]:
+        """Return and clear the writes committed outside explicit transactions."""
+        writes, self._auto = tuple(self._auto), []
+        return writes
+
+    def _logged(self, write: Write) -> None:
+        (self._log if self._in_tx else self._auto).append(write)
+
+    def _begin_tx(self) -> None:
+        raise NotImplementedError
+
+    def _commit_tx(self) -> None:
+        raise NotImplementedError
+
+    def _rollback_tx(self) -> None:
+        raise NotImplementedError
+
+    def _rows(self, sql, params: tuple = ()) -> list[tuple]:
+        raise NotImplementedError
+
+    def _count(self, sql, params: tuple = ()) -> int:
+        raise NotImplementedError
 
 
 class SqlAccounts:

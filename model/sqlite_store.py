@@ -25,11 +25,10 @@ from acksim.model.errors import (
     BusyError,
     BusySnapshotError,
     StoreError,
-    TransactionStateError,
     UniqueViolation,
 )
-from acksim.model.sql_stores import SqlAccounts, SqlCleanupStore, SqlOutbox, Statements
-from acksim.model.store_api import DbOptions, OpenSessions, Write
+from acksim.model.sql_stores import SqlSession, Statements
+from acksim.model.store_api import DbOptions, OpenSessions
 
 _SQLITE_BUSY = 5
 _SQLITE_BUSY_SNAPSHOT = 517  # SQLITE_BUSY | (2 << 8)
@@ -175,61 +174,18 @@ def _check_unique(conn: sqlite3.Connection, table: str, wanted: bool, field: str
         )
 
 
-class SqliteSession:
-    """One connection: the three stores plus the unit of work spanning them.
+class SqliteSession(SqlSession):
+    """One connection: the three stores plus the unit of work spanning them
+    (``acksim.model.sql_stores.SqlSession``). ``begin()`` starts a deferred transaction.
 
     Store calls raise ``BusyError`` / ``BusySnapshotError`` (from the call that hit the
     conflict, never blocking); after one, the transaction stays open until ``rollback()``.
-    ``commit()`` returns the ``Write`` tuple of the transaction; writes made outside a
-    transaction (autocommit) accumulate for ``take_autocommitted()``.
     """
 
     def __init__(self, database: SqliteDatabase) -> None:
         self._database = database
         self._conn = _connect(database.path)
-        self._in_tx = False
-        self._log: list[Write] = []
-        self._auto: list[Write] = []
-        sql = database.statements
-        self.accounts = SqlAccounts(self, sql)
-        self.cleanup_store = SqlCleanupStore(self, sql)
-        self.outbox = SqlOutbox(self, sql)
-
-    @property
-    def in_transaction(self) -> bool:
-        """True between ``begin()`` and the ``commit()``/``rollback()`` that ends it."""
-        return self._in_tx
-
-    def begin(self) -> None:
-        """Start a deferred transaction (TransactionStateError if one is open)."""
-        if self._in_tx:
-            raise TransactionStateError("begin() inside a transaction")
-        self._exec("BEGIN")
-        self._in_tx = True
-
-    def commit(self) -> tuple[Write, ...]:
-        """Commit; return the transaction's writes. On a conflict raise it, keep it open."""
-        if not self._in_tx:
-            raise TransactionStateError("commit() outside a transaction")
-        self._exec("COMMIT")
-        writes = tuple(self._log)
-        self._in_tx = False
-        self._log = []
-        return writes
-
-    def rollback(self) -> None:
-        """Roll back and discard the transaction's writes (TransactionStateError if none)."""
-        if not self._in_tx:
-            raise TransactionStateError("rollback() outside a transaction")
-        self._in_tx = False
-        self._log = []
-        if self._conn.in_transaction:
-            self._exec("ROLLBACK")
-
-    def take_autocommitted(self) -> tuple[Write, ...]:
-        """Return and clear the writes committed outside explicit transactions."""
-        writes, self._auto = tuple(self._auto), []
-        return writes
+        self._open(database.statements)
 
     def close(self) -> None:
         """Roll back any open transaction and close the connection (idempotent)."""
@@ -237,6 +193,16 @@ class SqliteSession:
         self._log = []
         self._conn.close()
         self._database._sessions.discard(self)
+
+    def _begin_tx(self) -> None:
+        self._exec("BEGIN")
+
+    def _commit_tx(self) -> None:
+        self._exec("COMMIT")
+
+    def _rollback_tx(self) -> None:
+        if self._conn.in_transaction:
+            self._exec("ROLLBACK")
 
     def _exec(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
         try:
@@ -252,6 +218,3 @@ class SqliteSession:
 
     def _count(self, sql: str, params: tuple = ()) -> int:
         return self._exec(sql, params).rowcount
-
-    def _logged(self, write: Write) -> None:
-        (self._log if self._in_tx else self._auto).append(write)

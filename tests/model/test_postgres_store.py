@@ -55,10 +55,18 @@ def db(postgres_server):
         database.close()
 
 
-def test_a_write_waits_for_a_locking_read_and_applies_after_it(db):
-    d = db()
+def sessions(db, isolation: str = "read_committed", accounts: tuple[str, ...] = ("x",)):
+    """A fresh database (``db``'s) holding ``accounts`` (version 1, not renewed) and two
+    sessions on it: (database, a, b)."""
+    d = db(isolation)
     a, b = d.session(), d.session()
-    a.accounts.put(acct("x"))
+    for account_id in accounts:
+        a.accounts.put(acct(account_id))
+    return d, a, b
+
+
+def test_a_write_waits_for_a_locking_read_and_applies_after_it(db):
+    d, a, b = sessions(db)
     a.begin()
     assert a.accounts.get("x", for_update=True) == acct("x")
     renewal = greenlet(lambda: b.accounts.put(acct("x", renewed=True)))
@@ -72,9 +80,7 @@ def test_a_write_waits_for_a_locking_read_and_applies_after_it(db):
 
 
 def test_read_committed_lets_a_renewal_in_between_and_the_conditional_write_sees_it(db):
-    d = db()
-    a, b = d.session(), d.session()
-    a.accounts.put(acct("x"))
+    d, a, b = sessions(db)
     a.begin()
     assert a.accounts.get("x").renewed is False
     b.accounts.put(acct("x", renewed=True))  # no lock held: commits at once
@@ -84,9 +90,7 @@ def test_read_committed_lets_a_renewal_in_between_and_the_conditional_write_sees
 
 
 def test_the_conditional_write_waits_for_a_renewal_in_flight_then_sees_it(db):
-    d = db()
-    a, b = d.session(), d.session()
-    a.accounts.put(acct("x"))
+    d, a, b = sessions(db)
     b.begin()
     b.accounts.put(acct("x", renewed=True))
     worker = greenlet(lambda: a.cleanup_store.apply_if_current(account_id="x", cleanup_version=1))
@@ -97,9 +101,7 @@ def test_the_conditional_write_waits_for_a_renewal_in_flight_then_sees_it(db):
 
 
 def test_repeatable_read_first_updater_wins(db):
-    d = db("repeatable_read")
-    a, b = d.session(), d.session()
-    a.accounts.put(acct("x"))
+    d, a, b = sessions(db, "repeatable_read")
     a.begin()
     assert a.accounts.get("x") == acct("x")
     b.accounts.put(acct("x", renewed=True))
@@ -118,9 +120,7 @@ def test_repeatable_read_first_updater_wins(db):
 def test_repeatable_read_allows_write_skew_that_serializable_refuses(db):
     outcomes = {}
     for isolation in ("repeatable_read", "serializable"):
-        d = db(isolation)
-        a, b = d.session(), d.session()
-        a.accounts.put(acct("x"))
+        d, a, b = sessions(db, isolation)
         a.begin()
         b.begin()
         assert not a.accounts.get("x").renewed and not b.cleanup_store.was_applied("x", 1)
@@ -137,10 +137,7 @@ def test_repeatable_read_allows_write_skew_that_serializable_refuses(db):
 
 
 def test_a_lock_cycle_cancels_the_youngest_transaction(db):
-    d = db()
-    a, b = d.session(), d.session()
-    a.accounts.put(acct("x"))
-    a.accounts.put(acct("y"))
+    d, a, b = sessions(db, accounts=("x", "y"))
     a.begin()
     b.begin()  # b is the younger
     a.accounts.get("x", for_update=True)
@@ -155,10 +152,7 @@ def test_a_lock_cycle_cancels_the_youngest_transaction(db):
 
 
 def test_the_victim_may_be_the_parked_one(db):
-    d = db()
-    a, b = d.session(), d.session()
-    a.accounts.put(acct("x"))
-    a.accounts.put(acct("y"))
+    d, a, b = sessions(db, accounts=("x", "y"))
     b.begin()  # b is the older
     a.begin()
     a.accounts.get("x", for_update=True)
@@ -177,9 +171,7 @@ def test_the_victim_may_be_the_parked_one(db):
 
 
 def test_a_park_that_raises_cancels_the_statement(db):
-    d = db()
-    a, b = d.session(), d.session()
-    a.accounts.put(acct("x"))
+    d, a, b = sessions(db)
     a.begin()
     a.accounts.get("x", for_update=True)
     b.begin()
@@ -194,8 +186,7 @@ def test_a_park_that_raises_cancels_the_statement(db):
 
 
 def test_unique_markers_make_the_second_inserter_wait_then_skip(db):
-    d = db()
-    a, b = d.session(), d.session()
+    d, a, b = sessions(db, accounts=())
     a.begin()
     assert a.cleanup_store.apply_once(account_id="x", cleanup_version=1)
     second = greenlet(lambda: b.cleanup_store.apply_once(account_id="x", cleanup_version=1))
