@@ -142,3 +142,13 @@ def test_a_worker_killed_while_it_waits_on_a_lock_rolls_back_and_the_holder_goes
     ]
     assert parks == 1
     assert summary["invariants"]["at_most_once_effect"]["holds"]
+
+
+def test_check_on_postgres_finds_the_read_committed_race_and_passes_the_locking_read(postgres_server):
+    from acksim.search.check import base_scenario, run_check
+
+    design = {"stores": {"backend": "postgres", "isolation": "read_committed"}}
+    found = run_check(process, base_scenario(None, design), max_examples=300, seed=0)
+    assert "no_cleanup_after_renewal" in found.findings
+    held = run_check(candidates.for_update, base_scenario(None, design), max_examples=60, seed=0)
+    assert held.findings == {} and held.examples == 60
