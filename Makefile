@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 SCENARIO ?= scenarios/game-renewal.toml
 OUT ?= reports/game-renewal
 
-.PHONY: setup brokers postgres run test test-nightly bench notebooks clean
+.PHONY: setup brokers postgres run test test-nightly bench notebooks notebook-html clean
 
 setup: $(VENV)/.installed postgres
 
@@ -49,6 +49,15 @@ bench: setup
 notebooks: setup
 	$(BIN)/python -m pip install --quiet notebook
 	cd notebooks && ../$(BIN)/jupyter notebook
+
+# Executes a notebook with no browser and writes it as HTML to reports/notebooks/NB.html:
+#   make notebook-html NB=capacity_planning            (full size)
+#   make notebook-html NB=design_review SMALL=1        (the small settings the test suite runs)
+NB ?= capacity_planning
+SMALL ?= 0
+notebook-html: setup
+	ACKSIM_NOTEBOOK_SMALL=$(SMALL) $(BIN)/jupyter nbconvert --to html --execute --ExecutePreprocessor.timeout=3600 \
+		notebooks/$(NB).ipynb --output-dir reports/notebooks
 
 clean:
 	rm -rf $(VENV) reports/game-renewal .pytest_cache .hypothesis

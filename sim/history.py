@@ -70,6 +70,10 @@ ACCOUNT_STATE_KINDS = frozenset({"account_created", "renewed", "extended", "term
 # the players' lifecycle commits after an account exists
 LIFECYCLE_KINDS = frozenset({"renewed", "extended", "term_rolled_over", "resubscribed", "account_deleted"})
 
+# the version of the record interface (``Record``'s fields, ``KINDS``) that custom invariants read
+# (docs/history.md): raised when a field or kind changes meaning or goes away
+HISTORY_VERSION = 1
+
 KINDS: tuple[str, ...] = (
     # queue
     "published", "publish_refused", "deduplicated", "delivered", "acked", "ack_stale",

@@ -79,8 +79,9 @@ def load_sweep(path: str | Path) -> tuple[SweepSpec, list[RunSpec], str]:
     ``MAX_SWEEP_BYTES``, invalid TOML (an integer of over 4,300 digits, nesting too deep
     included), a grid of more than ``max_runs`` runs (before any is expanded)."""
     from acksim.printable import shown_path
+    from acksim.scenario.loading import scenario_file
 
-    p = Path(path)
+    p = scenario_file(path)
     where = shown_path(p)
     try:
         if p.is_file() and p.stat().st_size > MAX_SWEEP_BYTES:

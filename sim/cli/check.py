@@ -14,18 +14,21 @@ does not load, a bad scenario or option).
 
 from __future__ import annotations
 
+import json
 import sys
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from acksim.judges.hazards import HAZARDS
 from acksim.report.junit import check_junit_path, write_junit
 from acksim.report.outdir import UsageError, check_out_dir
-from acksim.scenario import load
+from acksim.scenario import load, with_overrides
 from acksim.search.candidates import resolve
 from acksim.search.check import base_scenario
 from acksim.search.design import DESIGN_OPTIONS, describe, design_of
-from acksim.search.findings import (check_verdict, junit_suite, render_findings, render_flaky, search_lines,
-                                     verdict_lines)
+from acksim.search.findings import (check_json, check_verdict, junit_suite, render_findings, render_flaky,
+                                     search_lines, verdict_lines)
 from acksim.search.replay import confirm_findings, save_findings
 from acksim.world.sandbox.processor_ref import canonical_ref, processor_folder
 from acksim.world.sandbox.supervised import check_loads
@@ -42,12 +45,19 @@ def add_check_parser(sub) -> None:
                                                        "options) from acksim.model.candidates; see README")
     p.add_argument("--max-examples", type=int, default=500, help="examples to try, 1 .. 1,000,000 (default 500)")
     p.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
+    p.add_argument("--invariant", action="append", default=[], metavar="REF",
+                   help="an invariant of your own, package.module:function or path/to/file.py:function, "
+                        "searched for and shrunk like the built-in five (repeatable)")
     p.add_argument("--all-findings", action="store_true",
                    help="search on after the first finding until a round finds no new kind (default: stop at "
                         "the first finding, shrink and confirm it)")
     p.add_argument("--max-time", metavar="DURATION",
                    help="bound the whole check in wall-clock time, e.g. 30s, 5m, 1h (1 s .. 24 h): the search "
                         "stops early and says what it covered")
+    p.add_argument("--executor", choices=("local", "dask"), default="local",
+                   help="where the searches run: local processes (default) or a Dask cluster (needs acksim[dask])")
+    p.add_argument("--address", "--scheduler", dest="address", metavar="ADDRESS",
+                   help="the Dask scheduler's address, e.g. tcp://10.0.0.5:8786 (with --executor dask)")
     p.add_argument("--jobs", type=int, default=None, metavar="N",
                    help="independent searches on N processes, the examples split between them, one "
                         "example database (default: every processor this process may use; 1 .. 256)")
@@ -62,6 +72,8 @@ def add_check_parser(sub) -> None:
     p.add_argument("--no-database", action="store_true", help="use no example database")
     p.add_argument("--junit-xml", metavar="FILE", help="also write the result as JUnit XML: a test case per "
                                                        "invariant and finding kind, and per hazard window")
+    p.add_argument("--json", action="store_true",
+                   help="print the check's result as JSON to stdout (everything else goes to stderr)")
 
 
 # of a --max-time budget, what is kept for confirming a finding in a fresh process (wall s)
@@ -97,13 +109,21 @@ def cmd_check(args) -> int:
     max_time_s = None if args.max_time is None else parse_duration(args.max_time)
     from acksim.search.parallel import default_jobs, run_checks
 
-    jobs = default_jobs() if args.jobs is None else args.jobs
-    if not 1 <= jobs <= 256:
-        raise UsageError(f"--jobs: must be 1 .. 256, got {jobs}")
+    dask = args.executor == "dask"
+    jobs = (None if dask else default_jobs()) if args.jobs is None else args.jobs
+    if jobs is not None and not 1 <= jobs <= (100_000 if dask else 256):
+        raise UsageError(f"--jobs: must be 1 .. {100_000 if dask else 256}, got {jobs}")
+    if dask:
+        from acksim.cli.sweep import require_extra
+
+        require_extra("--executor dask")
+        if not args.address:
+            raise UsageError("--address: the dask executor needs a scheduler address, e.g. tcp://host:8786")
     ref, design = resolve(args.candidate, args.processor)  # design flags below override the candidate's
     design = design_of({option.key: option.value(getattr(args, option.key)) for option in DESIGN_OPTIONS
                         if getattr(args, option.key) is not None}, over=design)
-    base = base_scenario(load(args.scenario) if args.scenario else None, design)
+    base = with_overrides(base_scenario(load(args.scenario) if args.scenario else None, design),
+                          invariants=args.invariant)
     ref = ref or base.processor
     check_loads(ref, "--processor", path=base.processor_path)  # bad input: exit 2 (loaded in a child)
     folder = base.processor_path or processor_folder(ref)
@@ -117,25 +137,32 @@ def cmd_check(args) -> int:
     if args.save_corpus:
         check_out_dir(Path(args.save_corpus), replaces=False, flag="--save-corpus")
 
-    progress, close = _progress_bar(args.max_examples)
-    try:
-        report = run_checks(ref, base, jobs=jobs, max_examples=args.max_examples, seed=args.seed,
-                           database=None if args.no_database else Path(args.database),
-                           key=f"{ref}|{describe(base)}", progress=progress, all_findings=args.all_findings,
-                           max_time_s=search_budget_s(max_time_s))
-    finally:
-        close()
+    search = {"max_examples": args.max_examples, "seed": args.seed, "key": f"{ref}|{describe(base)}",
+              "database": None if args.no_database else Path(args.database), "all_findings": args.all_findings,
+              "max_time_s": search_budget_s(max_time_s)}
+    if dask:
+        from acksim.search.parallel import run_checks_on_dask
+
+        report = run_checks_on_dask(ref, base, address=args.address, jobs=jobs, **search)
+    else:
+        progress, close = _progress_bar(args.max_examples)
+        try:
+            report = run_checks(ref, base, jobs=jobs, progress=progress, **search)
+        finally:
+            close()
     rate = report.examples / report.seconds if report.seconds else 0.0
-    print(f"acksim check: {ref} ({describe(base)})")
-    print(f"examples run (shrinking included): {report.examples} in {report.seconds:.1f} s "
-          f"({rate:.1f} examples/s), seed {args.seed}" + (f", {jobs} searches in parallel" if jobs > 1 else ""))
+    say = partial(print, file=sys.stderr if args.json else sys.stdout)  # --json: stdout is the JSON alone
+    say(f"acksim check: {ref} ({describe(base)})")
+    say(f"examples run (shrinking included): {report.examples} in {report.seconds:.1f} s "
+          f"({rate:.1f} examples/s), seed {args.seed}" + (
+              " on the Dask cluster" if dask else f", {jobs} searches in parallel" if jobs > 1 else ""))
     for line in search_lines(report, args.max_examples, max_time_s, args.all_findings):
-        print(line)
-    print("crash phases covered: " + ", ".join(f"{p} {report.phases[p]}" for p in
+        say(line)
+    say("crash phases covered: " + ", ".join(f"{p} {report.phases[p]}" for p in
                                                 ("before_call", "after_call", "after_commit", "during_ack")))
-    print("hazard windows (examples that hit each):")
+    say("hazard windows (examples that hit each):")
     for name, _fn in HAZARDS:
-        print(f"  {name:<42} {report.coverage[name]:>6}" + ("   WARNING: never hit" if not report.coverage[name] else ""))
+        say(f"  {name:<42} {report.coverage[name]:>6}" + ("   WARNING: never hit" if not report.coverage[name] else ""))
     report, flaky = confirm_findings(report, ref, folder)
     verdict = check_verdict(report, flaky, args.require_coverage)
     lines = verdict_lines(verdict)
@@ -143,18 +170,21 @@ def cmd_check(args) -> int:
         written = save_findings(report, ref, out, Path(args.save_corpus) if args.save_corpus else None,
                                 processor_path=folder)
     except OSError as exc:  # a full disk: the verdict still prints, then one line (exit 4)
-        print(f"\n{lines[0]}; replay files not written")
+        say(f"\n{lines[0]}; replay files not written")
         from acksim.report.outdir import output_error
 
         raise output_error(exc) from None
     for line in render_findings(report, written):
-        print(line)
+        say(line)
     for line in render_flaky(flaky):
-        print(line)
+        say(line)
     if args.junit_xml:
-        write_junit(args.junit_xml, [junit_suite(report, ref, written, args.require_coverage)])
+        suite = junit_suite(report, ref, written, args.require_coverage, base.invariants.names)
+        write_junit(args.junit_xml, [replace(suite, seconds=report.seconds)])
     for line in lines:
-        print(f"\n{line}")
+        say(f"\n{line}")
+    if args.json:
+        print(json.dumps(check_json(report, ref, describe(base), verdict, written, flaky), indent=2))
     return 0 if verdict["verdict"] == "PASS" else 1
 
 

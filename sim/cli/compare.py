@@ -23,7 +23,7 @@ from acksim.capacity.compare import (
 from acksim.printable import shown_path
 from acksim.report.outdir import check_out_dir, output_error, safe_name
 from acksim.scenario.presets import PRESETS
-from acksim.scenario import read_data
+from acksim.scenario import read_data, scenario_file
 from acksim.report import staged
 from acksim.scenario.file_refs import anchor_refs
 from acksim.world.sandbox.processor_ref import canonical_ref
@@ -55,7 +55,8 @@ def cmd_compare(args) -> int:
     ``ScenarioError`` for bad input (preset names, any preset's scenario, the folder), before
     anything runs or is written."""
     names = preset_names(args.presets)
-    data = anchor_refs(read_data(args.scenario), Path(args.scenario).parent, args.scenario)  # refs from its folder
+    path = scenario_file(args.scenario)  # a file, or a bundled scenario by name
+    data = anchor_refs(read_data(path), path.parent, args.scenario)  # refs from its folder
     ref, design = resolve_candidate(getattr(args, "candidate", None), getattr(args, "processor", None))
     if ref is not None or design:
         data = merge_design(data, design, canonical_ref(ref) if ref else None)

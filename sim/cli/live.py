@@ -43,7 +43,8 @@ def live_scenario(args):
     """The scenario and processor reference the arguments name: ``(scenario, ref)``, the
     candidate's design options applied (stores forced to the SQLite backend). Raises
     ``ScenarioError`` / ``UsageError`` (one line naming the field)."""
-    from acksim.live.run import DEFAULT_TIME_SCALE, check_live_scenario
+    from acksim.live.preflight import check_live_scenario
+    from acksim.live.run import DEFAULT_TIME_SCALE
     from acksim.search.candidates import candidate_design
     from acksim.search.check import base_scenario
     from acksim.search.design import design_of

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 from importlib import import_module
@@ -32,12 +34,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {  # name: (module, add_parser, comm
     "compare": ("acksim.cli.compare", "add_compare_parser", "cmd_compare"),
     "live": ("acksim.cli.live", "add_live_parser", "cmd_live"),
     "crosscheck": ("acksim.cli.live", "add_crosscheck_parser", "cmd_crosscheck"),
+    "diff": ("acksim.cli.diff", "add_diff_parser", "cmd_diff"),
+    "init": ("acksim.cli.init", "add_init_parser", "cmd_init"),
 }
 HELP = {"check": "search fault schedules for a design's invariant violations (Hypothesis)",
         "sweep": "run a grid of scenarios (capacity planning)",
         "compare": "run one scenario on each queue preset and compare them",
         "live": "run a scenario against a real broker (Redis Streams, RabbitMQ, SQS on moto)",
-        "crosscheck": "run schedules both in the simulation and live, and compare the verdicts"}
+        "crosscheck": "run schedules both in the simulation and live, and compare the verdicts",
+        "diff": "compare a run's summary.json with a baseline's; exit 1 on a regression",
+        "init": "write a processor, a pytest check of it, a scenario and a CI job into a folder"}
 
 DEFAULT_SCENARIO = "game-renewal.toml"  # bundled with acksim (acksim.scenarios), found from any folder
 
@@ -55,7 +61,8 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="simulate a scenario and write its report")
     run.add_argument("scenario", nargs="?", default=None,
-                     help="scenario TOML file (default: the bundled game-renewal scenario)")
+                     help="scenario TOML file, or a bundled scenario by name (`acksim scenarios` lists them; "
+                          "default: the bundled game-renewal scenario)")
     run.add_argument("--seed", type=int, help="override the scenario's seed (0 .. 2**63-1)")
     run.add_argument("--out", help="report folder (default: reports/<scenario name>)")
     run.add_argument("--processor", metavar="REF",
@@ -70,6 +77,11 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                           "or the server ACKSIM_POSTGRES_DSN names; see docs/postgres.md)")
     run.add_argument("--isolation", choices=("serializable", "repeatable_read", "read_committed"),
                      help="override stores.isolation (sqlite: serializable only; memory: not repeatable_read)")
+    run.add_argument("--invariant", action="append", default=[], metavar="REF",
+                     help="an invariant of your own, package.module:function or path/to/file.py:function, "
+                          "judged beside the built-in five (repeatable; see docs/history.md)")
+    run.add_argument("--json", action="store_true",
+                     help="print summary.json to stdout (the verdict line goes to stderr)")
     for name, (module, add_parser, _cmd) in COMMANDS.items():
         if name == command:
             getattr(import_module(module), add_parser)(sub)
@@ -77,6 +89,8 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
             sub.add_parser(name, help=HELP[name], add_help=False).add_argument("rest", nargs=argparse.REMAINDER)
     schema = sub.add_parser("schema", help="print the JSON Schema of a scenario file or of summary.json")
     schema.add_argument("which", choices=("scenario", "summary"), help="scenario or summary")
+    sub.add_parser("scenarios", help="list the bundled scenarios, incidents and sweeps, by the name to give "
+                                     "run, check, compare, sweep and live")
     presets = sub.add_parser("presets", help="list the queue and scheduler presets, or show one")
     presets.add_argument("name", nargs="?", help="a preset to show with every default and its source")
     return p
@@ -131,7 +145,8 @@ def cmd_run(args) -> int:
         from acksim.scenarios import bundled
 
         args.scenario = str(bundled(DEFAULT_SCENARIO))
-    scenario = with_overrides(load(args.scenario), seed=args.seed)  # bad input answers before heavy imports
+    scenario = with_overrides(load(args.scenario), seed=args.seed,  # bad input answers before heavy imports
+                              invariants=args.invariant)
     from acksim.scenario import parse
     from acksim.search.candidates import resolve as resolve_candidate
     from acksim.search.design import merge_design
@@ -165,6 +180,7 @@ def cmd_run(args) -> int:
     # the world runs in a supervised child (acksim.world.sandbox.supervised), by reference: each worker
     # start gets a fresh copy of the code; SIGTERM and Ctrl-C kill the child and unwind here
     tty = sys.stderr.isatty()
+    started = time.monotonic()
     try:
         with stores_server(scenario):  # a private PostgreSQL, started here and always stopped
             run = run_world(scenario, ref, world=World, planned_end=planned_end if tty else None,
@@ -191,13 +207,16 @@ def cmd_run(args) -> int:
         print(f"acksim: the processor raised an error of its own ({len(run.processor_errors)} in all); "
               f"the first, at {when:.4f} s in {worker} on message {mid}:\n{text.rstrip()}", file=sys.stderr)
     threads_warning(run.threads)
+    human = sys.stderr if args.json else sys.stdout  # --json: stdout is the summary alone
     if replay:
-        print(replay[0])
+        print(replay[0], file=human)
     if outcome.final.stopped_early:
         print(f"acksim: warning: stopped early: {outcome.final.stop_reason or 'the processor failed'}",
               file=sys.stderr)
-    print(f"{verdict}; report: {shown_path(out)}")
-    _junit(args, [run_suite(summary)])
+    print(f"{verdict}; report: {shown_path(out)}", file=human)
+    if args.json:
+        sys.stdout.write((out / "summary.json").read_text(encoding="utf-8"))
+    _junit(args, [replace(run_suite(summary), seconds=time.monotonic() - started)])
     return 0 if ok else 1
 
 
@@ -242,6 +261,7 @@ def _run_fanout(scenario, args) -> int:
     check_out_dir(out)
     if args.junit_xml:
         check_junit_path(args.junit_xml, out=out)
+    started = time.monotonic()
     run = run_world(scenario, ref, world=FanoutWorld)  # in a supervised child, as acksim.world.sandbox.supervised says
     outcome = run.outcome
     summary = build_fanout_summary(scenario, outcome, args.processor)
@@ -254,8 +274,10 @@ def _run_fanout(scenario, args) -> int:
     except OSError as exc:
         raise _not_written(verdict, exc, f"the report {shown_path(out)}") from None
     ok = passed(summary)
-    print(f"{verdict}; report: {shown_path(out)}")
-    _junit(args, [run_suite(summary)])
+    print(f"{verdict}; report: {shown_path(out)}", file=sys.stderr if args.json else sys.stdout)
+    if args.json:
+        sys.stdout.write((out / "summary.json").read_text(encoding="utf-8"))
+    _junit(args, [replace(run_suite(summary), seconds=time.monotonic() - started)])
     return 0 if ok else 1
 
 
@@ -315,6 +337,13 @@ def _dispatch(args) -> int:
         return getattr(import_module(module), command)(args)
     if args.command == "presets":
         return cmd_presets(args)
+    if args.command == "scenarios":
+        from acksim.scenarios import catalogue
+
+        width = max(len(name) for name, _ in catalogue())
+        for name, about in catalogue():
+            print(f"{name:<{width}}  {about}")
+        return 0
     if args.command == "schema":
         from acksim.report.schemas import shipped
 

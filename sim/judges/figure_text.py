@@ -32,6 +32,21 @@ def format_figure(name: str, value: float | None) -> str:
     return f"{v:.6g}"
 
 
+def format_against(name: str, value: float | None, threshold: float | None) -> tuple[str, str]:
+    """``value`` and ``threshold`` of figure ``name`` as ``format_figure`` gives them, with
+    more digits on both while they would read the same but differ (``150.008 s`` against
+    ``150 s``, not ``150.0 s`` against ``150.0 s``): a figure never hides why it missed."""
+    shown = format_figure(name, value), format_figure(name, threshold)
+    if shown[0] != shown[1] or value is None or threshold is None or float(value) == float(threshold):
+        return shown
+    unit = " /s" if name == "throughput_per_s" else (" s" if name.endswith("_s") else "")
+    for digits in range(1, 13):
+        shown = f"{float(value):.{digits}f}{unit}", f"{float(threshold):.{digits}f}{unit}"
+        if shown[0] != shown[1]:
+            break
+    return shown
+
+
 def format_seconds(v: float) -> str:
     """Virtual seconds for people: "0.25 s", "42.0 s", "750 s (12.5 min)", "7200 s (2.00 h)"."""
     a = abs(v)

@@ -7,8 +7,9 @@ from typing import Any, Mapping, Sequence
 
 from acksim.collector import young_collections
 from acksim.history import LIFECYCLE_KINDS, Record
-from acksim.judges.figure_text import format_figure
-from acksim.judges.invariants import REPLAY_KINDS, AccountReplay, check_all
+from acksim.judges.figure_text import format_against, format_figure
+from acksim.judges.custom import custom_invariants
+from acksim.judges.invariants import INVARIANTS, REPLAY_KINDS, AccountReplay, check_all
 from acksim.scenario import CRASH_PHASES, EXTERNAL_CRASH_PHASES, Scenario
 from acksim.judges.slo import LOWER_BOUND_FIGURES, slo_section
 from acksim.outcome import Outcome
@@ -210,7 +211,7 @@ def build_summary(scenario: Scenario, outcome: Outcome, processor: str | None = 
         return with_verdict({
             "scenario": scenario.name,
             "seed": scenario.seed,
-            "invariants": check_all(history, outcome.final),
+            "invariants": check_all(history, outcome.final, INVARIANTS + custom_invariants(scenario)),
             "slo": slo_section(history, scenario.slo.thresholds()),
             "counts": {**counts(history), "stopped_early": int(outcome.final.stopped_early)},
             "parameters": parameters(scenario, processor),
@@ -259,7 +260,8 @@ def judge(summary: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
             if fig["met"] is not False:
                 continue
             sign = ">=" if name in LOWER_BOUND_FIGURES else "<="
-            limit = f"threshold {sign} {format_figure(name, fig['threshold'])}"
+            value_text, threshold_text = format_against(name, fig["value"], fig["threshold"])
+            limit = f"threshold {sign} {threshold_text}"
             empty = fig["value"] is None or fig.get("n", 1) == 0
             if kind == "no_sample" and empty:
                 reasons.append({"kind": kind, "name": name, "text": f"{name} (no sample, {limit})"})
@@ -267,7 +269,7 @@ def judge(summary: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
                 censored = fig.get("censored") or 0
                 note = f", {censored} of {fig['n']} samples censored" if censored else ""
                 reasons.append({"kind": kind, "name": name,
-                                "text": f"{name} ({format_figure(name, fig['value'])} vs {limit}{note})"})
+                                "text": f"{name} ({value_text} vs {limit}{note})"})
     counts = summary.get("counts") or {}
     errors = counts.get("processor_errors") or 0
     if errors:

@@ -322,7 +322,7 @@ def run_rows(todo, broker: str, on_row=None) -> list[Row]:
     """Every ``(label, candidate, scenario, processor_ref, scale)`` of ``todo`` on one ``broker``
     started once (each schedule on fresh queues of its own, deleted after it), one after the
     other so a row's live run has the machine's cores to itself. ``on_row(row)`` after each."""
-    from acksim.live.run import broker_context
+    from acksim.live.preflight import broker_context
 
     rows = []
     with broker_context(broker) as running:

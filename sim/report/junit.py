@@ -41,10 +41,12 @@ class Case:
 
 @dataclass(frozen=True)
 class Suite:
-    """One ``<testsuite>``: a run, a check, a preset or a grid point, with its cases."""
+    """One ``<testsuite>``: a run, a check, a preset or a grid point, with its cases and the
+    wall ``seconds`` it took (0 when not measured)."""
 
     name: str
     cases: tuple[Case, ...]
+    seconds: float = 0.0
 
     @property
     def failures(self) -> int:
@@ -136,16 +138,18 @@ def check_suite(name: str, findings: Mapping[str, str], kinds: Sequence[str],
 
 def write_junit(path: str | Path, suites: Iterable[Suite], name: str = "acksim") -> Path:
     """Write ``suites`` as one JUnit XML document to ``path`` (a temporary file beside it, then
-    renamed into place; the parent folder is created if missing) and return the path. Every
-    case takes 0 s (the run's time is virtual). Raises OSError from the file system; on any
+    renamed into place; the parent folder is created if missing) and return the path. A suite's
+    ``time`` is its wall seconds; every case takes 0 s (what a case judges happened in virtual
+    time). Raises OSError from the file system; on any
     failure no temporary file is left behind."""
     suites = list(suites)
     root = ET.Element("testsuites", name=name, tests=str(sum(len(s.cases) for s in suites)),
                       failures=str(sum(s.failures for s in suites)), errors="0",
-                      skipped=str(sum(s.skipped for s in suites)))
+                      skipped=str(sum(s.skipped for s in suites)), time=f"{sum(s.seconds for s in suites):.3f}")
     for suite in suites:
         el = ET.SubElement(root, "testsuite", name=suite.name, tests=str(len(suite.cases)),
-                           failures=str(suite.failures), errors="0", skipped=str(suite.skipped), time="0")
+                           failures=str(suite.failures), errors="0", skipped=str(suite.skipped),
+                           time=f"{suite.seconds:.3f}")
         for case in suite.cases:
             tc = ET.SubElement(el, "testcase", classname=case.classname, name=case.name, time="0")
             if case.failure is not None:

@@ -51,8 +51,10 @@ from acksim.scenario.loading import (
     load,
     parse,
     read_data,
+    scenario_file,
     with_overrides,
 )
+from acksim.scenario.invariants import CustomInvariant, Invariants
 from acksim.scenario.mail import Mail, MailOutage
 from acksim.scenario.plan import AccountId, Plan, PlannedAccount, PlannedStep
 from acksim.scenario.queue import Queue
@@ -70,5 +72,6 @@ __all__ = [
     "CrashPhase", "CRASH_PHASES", "EXTERNAL_CRASH_PHASES", "ScheduledCrash", "Deployment",
     "ScheduledDuplicate", "Kill", "LatencySpike",
     "Faults", "MailOutage", "Mail", "Fanout", "Slo", "Run", "AccountId", "PlannedAccount",
-    "PlannedStep", "Plan", "Expect", "parse", "read_data", "load", "with_overrides",
+    "PlannedStep", "Plan", "Expect", "CustomInvariant", "Invariants", "parse", "read_data", "scenario_file", "load",
+    "with_overrides",
 ]

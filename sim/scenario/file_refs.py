@@ -22,7 +22,7 @@ def is_file_ref(ref: str) -> bool:
 
 def anchor_refs(data: dict, folder: Path, source: str) -> dict:
     """``data`` (a scenario file's parsed TOML) with its file references (``processor``,
-    ``fanout.processor``) and ``processor_path`` made absolute against ``folder``, the
+    ``fanout.processor``, ``invariants.custom``'s) and ``processor_path`` made absolute against ``folder``, the
     scenario file's folder. Raises ``ScenarioError`` (``source``, the field) when such a file
     or folder does not exist there. Other values are left for validation."""
     data = dict(data)
@@ -31,14 +31,17 @@ def anchor_refs(data: dict, folder: Path, source: str) -> dict:
         ref = table.get(key) if table is not None else None
         if not isinstance(ref, str) or not is_file_ref(ref) or ":" not in ref:
             continue
-        target, _, name = ref.rpartition(":")
-        file = (folder / target).resolve()
-        if not file.is_file():
-            raise ScenarioError(f"{source}: {field}: file {target!r} not found (a relative path is taken "
-                                f"from the scenario file's folder, {folder.resolve()})")
-        table[key] = f"{file}:{name}"
+        table[key] = _anchored(ref, folder, source, field)
     if fanout is not None:
         data["fanout"] = fanout
+    invariants = data.get("invariants")
+    if isinstance(invariants, dict) and isinstance(invariants.get("custom"), list):
+        custom = [dict(c) if isinstance(c, dict) else c for c in invariants["custom"]]
+        for i, entry in enumerate(custom):
+            ref = entry.get("ref") if isinstance(entry, dict) else None
+            if isinstance(ref, str) and ":" in ref and is_file_ref(ref):
+                entry["ref"] = _anchored(ref, folder, source, f"invariants.custom[{i}].ref")
+        data["invariants"] = {**invariants, "custom": custom}
     extra = data.get("processor_path")
     if isinstance(extra, str) and extra:
         place = (folder / extra).resolve()
@@ -47,3 +50,14 @@ def anchor_refs(data: dict, folder: Path, source: str) -> dict:
                                 f"taken from the scenario file's folder, {folder.resolve()})")
         data["processor_path"] = str(place)
     return data
+
+
+def _anchored(ref: str, folder: Path, source: str, field: str) -> str:
+    """File reference ``ref`` with its file made absolute against ``folder``. Raises
+    ``ScenarioError`` naming ``source`` and ``field`` when there is no such file."""
+    target, _, name = ref.rpartition(":")
+    file = (folder / target).resolve()
+    if not file.is_file():
+        raise ScenarioError(f"{source}: {field}: file {target!r} not found (a relative path is taken "
+                            f"from the scenario file's folder, {folder.resolve()})")
+    return f"{file}:{name}"

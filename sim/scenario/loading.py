@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import get_args
+from typing import Sequence, get_args
 
 import annotated_types as at
 from pydantic import BaseModel, ValidationError
 
 from acksim.printable import shown_path
 from acksim.scenario.base import MAX_SCENARIO_BYTES, ScenarioError
-from acksim.scenario.file_refs import anchor_refs
+from acksim.scenarios import find
+from acksim.scenario.file_refs import anchor_refs, is_file_ref
 from acksim.scenario.root import Scenario
 
 
@@ -107,6 +108,19 @@ def parse(data: dict, source: str = "scenario") -> Scenario:
     return scenario
 
 
+def scenario_file(path: str | Path) -> Path:
+    """The file a command line's scenario argument names: ``path`` itself when it exists,
+    else the bundled scenario of that name (``acksim.scenarios.find``: ``smoke``,
+    ``07-poison-job-crash-loop``, ``workers-and-timeout``), else ``path`` (which then reads
+    as not found)."""
+    p = Path(path)
+    if not p.exists():
+        found = find(str(path))
+        if found is not None:
+            return found
+    return p
+
+
 def read_data(path: str | Path) -> dict:
     """A scenario file's parsed TOML, not yet validated. Raises ``ScenarioError`` (one line)
     for a missing or unreadable file, one over ``MAX_SCENARIO_BYTES``, or invalid TOML (an
@@ -116,7 +130,8 @@ def read_data(path: str | Path) -> dict:
     where = shown_path(p)
     try:
         if not p.exists():
-            raise ScenarioError(f"{where}: scenario file not found")
+            hint = "" if p.suffix or "/" in str(path) else " (nor a bundled scenario: `acksim scenarios` lists them)"
+            raise ScenarioError(f"{where}: scenario file not found{hint}")
         if not p.is_file():
             raise ScenarioError(f"{where}: not a regular file")
         if p.stat().st_size > MAX_SCENARIO_BYTES:
@@ -142,13 +157,22 @@ def load(path: str | Path) -> Scenario:
     unknown key, a wrong type or an out-of-range value, and for a file reference or
     ``processor_path`` that does not exist relative to the file's folder (where they are taken from).
     """
-    where = shown_path(Path(path))
-    return parse(anchor_refs(read_data(path), Path(path).parent, where), where)
+    path = scenario_file(path)
+    where = shown_path(path)
+    return parse(anchor_refs(read_data(path), path.parent, where), where)
 
 
-def with_overrides(scenario: Scenario, seed: int | None = None) -> Scenario:
-    """A copy of ``scenario`` with the command line's overrides applied (re-validated)."""
+def with_overrides(scenario: Scenario, seed: int | None = None, invariants: Sequence[str] = ()) -> Scenario:
+    """A copy of ``scenario`` with the command line's overrides applied (re-validated): the
+    ``seed``, and ``invariants`` (references, ``--invariant``) added to its custom invariants
+    (a relative file reference taken from the current folder)."""
     data = scenario.model_dump()
     if seed is not None:
         data["seed"] = seed
-    return parse(data, "--seed" if seed is not None else "scenario")
+    for ref in invariants:
+        target, colon, function = ref.rpartition(":")
+        if colon and is_file_ref(ref):
+            ref = f"{Path(target).resolve()}:{function}"
+        data["invariants"]["custom"] = (*data["invariants"]["custom"], {"ref": ref})
+    source = "--invariant" if invariants else "--seed" if seed is not None else "scenario"
+    return parse(data, source)

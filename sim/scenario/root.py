@@ -12,6 +12,8 @@ from acksim.scenario.expect import Expect
 from acksim.scenario.fanout import Fanout
 from acksim.scenario.process_faults import inconsistency
 from acksim.scenario.faults import Faults
+from acksim.scenario.invariants import Invariants
+from acksim.invariant_names import INVARIANT_NAMES
 from acksim.scenario.mail import Mail
 from acksim.scenario.plan import Plan
 from acksim.scenario.queue import Queue
@@ -46,6 +48,7 @@ class Scenario(_Section):
     slo: Slo = Slo()
     run: Run = Run()
     plan: Plan = Plan()
+    invariants: Invariants = Invariants()
     expect: Expect | None = None
 
     @field_validator("name")
@@ -76,6 +79,11 @@ class Scenario(_Section):
                 self.workers.ack_policy == "before_processing" or self.queue.redelivery == "none"):
             raise ValueError("workers.stop_when_lease_lost: needs a lease to check; not with "
                              "ack_policy = 'before_processing' or queue.redelivery = 'none'")
+        if self.expect is not None:  # a replay file names the invariants it broke: the built-in ones or its own
+            allowed = INVARIANT_NAMES + self.invariants.names
+            unknown = [name for name in self.expect.violated if name not in allowed]
+            if unknown:
+                raise ValueError(f"expect.violated: no invariant {unknown[0]!r}; allowed: {', '.join(allowed)}")
         problem = inconsistency(self)  # pauses, partitions, restarts, their mechanisms
         if problem:
             raise ValueError(problem)

@@ -9,7 +9,7 @@ from typing import Callable
 
 def check(processor: Callable | str, *, scenario: str | Path | None = None, max_examples: int = 40,
           seed: int = 0, database: Path | None = None, contained: bool = True, all_findings: bool = False,
-          max_time: float | None = None, **design):
+          max_time: float | None = None, invariants: tuple[str, ...] | list[str] = (), **design):
     """Search fault schedules around a base scenario for findings of ``processor``.
 
     ``processor``: a callable taking ``(job, accounts, cleanup_store, outbox)`` or a reference
@@ -20,14 +20,16 @@ def check(processor: Callable | str, *, scenario: str | Path | None = None, max_
     False runs them in this process, where a processor's ``os._exit`` or blocking call ends
     or hangs the caller too); ``all_findings``: search on after the first finding for every
     kind (default: stop at the first, shrunk); ``max_time``: a wall-clock budget of the search
-    in seconds (None: none; ``report.out_of_time`` says it ended the search); ``design``: any of ``ack_policy``, ``transaction_scope``, ``isolation``, ``backend``,
+    in seconds (None: none; ``report.out_of_time`` says it ended the search); ``invariants``:
+    references of invariants of your own (``docs/history.md``), searched for like the
+    built-in ones; ``design``: any of ``ack_policy``, ``transaction_scope``, ``isolation``, ``backend``,
     ``unique_markers``, ``unique_outbox_keys``. Returns ``(report, ref, base)``: the
     ``CheckReport`` (``findings``, ``coverage``, ``examples``), the processor's reference as a
     replay file names it, and the base scenario. Raises ``ScenarioError`` for bad input (an
     unknown design option, a processor of the wrong shape or one no replay file could name) and
     ``ValueError`` for a ``max_time`` that is not a positive number of seconds.
     """
-    from acksim.scenario import load
+    from acksim.scenario import load, with_overrides
     from acksim.search.check import base_scenario, run_check
     from acksim.search.design import describe, design_of
     from acksim.world.sandbox.processor_ref import canonical_ref, check_processor, reference_of
@@ -42,7 +44,7 @@ def check(processor: Callable | str, *, scenario: str | Path | None = None, max_
     else:
         check_processor(processor, repr(processor))
         ref, fn = reference_of(processor), processor
-    base = base_scenario(load(scenario) if scenario else None, sections)
+    base = with_overrides(base_scenario(load(scenario) if scenario else None, sections), invariants=invariants)
     # a reference is run by reference: every worker start of every example gets a fresh copy
     report = run_check(ref if isinstance(processor, str) else fn, base, max_examples=max_examples, seed=seed,
                        database=database, key=f"{ref}|{describe(base)}", contained=contained,

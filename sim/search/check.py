@@ -26,9 +26,11 @@ from acksim.history import Record, pack, unpack
 from acksim.outcome import pack_final, unpack_final
 from acksim.world.core import World, stores_server
 from acksim.world.sandbox.interleave import ProcessorHung
-from acksim.judges.invariants import check_all
+from acksim.judges.custom import custom_invariants
+from acksim.judges.invariants import INVARIANTS, check_all
 from acksim.scenario import CRASH_PHASES, Scenario, parse
 from acksim.search.constants import pinned_constants
+from acksim.search.dependence import dependence
 from acksim.search.design import merge_design
 from acksim.search.findings import FINDINGS
 from acksim.search.strategies import check_scenarios
@@ -94,7 +96,7 @@ def run_example(scenario: Scenario, processor: Callable | str, child: Child | No
         failures = [death.finding]
     else:
         failures = ["processor_hung"] if hung else ["processor_error"] if errors else []
-    verdicts = check_all(history, final)
+    verdicts = check_all(history, final, INVARIANTS + custom_invariants(scenario))
     # a run cut short at the processor's own error (or hang, or death) is judged on that alone
     if not failures:
         failures = [name for name, v in verdicts.items() if not v["holds"]]
@@ -134,6 +136,14 @@ class Finding(Exception):
 _FINDING_TYPES = {name: type(f"Found_{name}", (Finding,), {}) for name in FINDINGS}
 
 
+def finding_type(name: str) -> type[Finding]:
+    """The ``Finding`` subclass of kind ``name`` (a built-in one, or made on first use for a
+    custom invariant's name)."""
+    if name not in _FINDING_TYPES:
+        _FINDING_TYPES[name] = type(f"Found_{name}", (Finding,), {})
+    return _FINDING_TYPES[name]
+
+
 class OutOfTime(BaseException):
     """Raised inside a search's Hypothesis test when the check's wall-clock budget is spent.
     A ``BaseException``, so Hypothesis neither shrinks it nor counts it as a failure: it
@@ -155,8 +165,9 @@ class FirstFinding:
 class CheckReport:
     """What a check did: ``examples`` run, wall ``seconds``, how many examples hit each
     hazard window, crashes per phase, the shrunk ``findings`` by name (scenario, result),
-    the ``first`` finding's example and time (``FirstFinding``, or None) and ``out_of_time``:
-    True when the wall-clock budget (``max_time_s``) ended the search before its examples."""
+    the ``first`` finding's example and time (``FirstFinding``, or None), ``out_of_time``:
+    True when the wall-clock budget (``max_time_s``) ended the search before its examples,
+    and per finding the drawn settings it ``depends`` on (``acksim.search.dependence``)."""
 
     examples: int = 0
     seconds: float = 0.0
@@ -165,6 +176,7 @@ class CheckReport:
     findings: dict[str, tuple[Scenario, ExampleResult]] = field(default_factory=dict)
     first: FirstFinding | None = None
     out_of_time: bool = False
+    depends: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def uncovered(self) -> list[str]:
@@ -199,6 +211,7 @@ def run_check(processor: Callable | str, base: Scenario, *, max_examples: int = 
     the check itself. A PostgreSQL the stores need (``stores.backend = "postgres"``) is
     started here for the whole search and stopped after; each example has a schema of its own.
     """
+    custom_invariants(base)  # the user's own invariants load before the search (bad input: ScenarioError)
     report = CheckReport()
     started = time.monotonic()
     deadline = None if max_time_s is None else started + max_time_s
@@ -217,6 +230,8 @@ def run_check(processor: Callable | str, base: Scenario, *, max_examples: int = 
                 break  # nothing new, no time left, or a processor too costly to run on
             if (stop_at & found) if stop_at is not None else (found and not all_findings):
                 break  # what was asked for: one of those kinds, or (by default) the first finding
+        report.depends = {name: dependence(name, scenario, base, run)
+                          for name, (scenario, _result) in report.findings.items()}
     report.seconds = time.monotonic() - started
     return report
 
@@ -285,7 +300,7 @@ def _search(report: CheckReport, run, base, budget, seed, database, key, round_n
             if report.first is None:
                 report.first = FirstFinding(new[0], report.examples, time.monotonic() - started)
             report.findings[new[0]] = (scenario, result)  # the last failing run of a kind is the shrunk one
-            raise _FINDING_TYPES[new[0]](", ".join(result.failures))
+            raise finding_type(new[0])(", ".join(result.failures))
 
     db = DirectoryBasedExampleDatabase(str(database)) if database else None
     if db is not None and round_no:

@@ -19,6 +19,7 @@ from typing import Mapping, Sequence
 from acksim.history import Record
 from acksim.judges.hazards import HAZARDS
 from acksim.judges.invariants import INVARIANTS
+from acksim.judges.violation_text import violation_sentence
 from acksim.judges.summary import verdict_line
 from acksim.report.junit import Suite, check_suite
 from acksim.scenario import Scenario
@@ -40,19 +41,25 @@ _TIMELINE_KINDS = {
 }
 
 
+# what a record's detail is, where a bare value would not say
+_DETAIL_LABELS = {"tx_committed": "{} writes"}
+
+
 def timeline(history: Sequence[Record], limit: int = 80) -> list[str]:
     """The counterexample as lines: who received what, crashes, commits, renewals, acks; at
-    most ``limit`` lines and one saying how many more there were."""
+    most ``limit`` lines and one saying how many more there were. A line: virtual time,
+    actor, record kind, then what it names, labelled: ``msg 3  account a1 v1  receive #2
+    (after_commit)``, the record's detail in brackets."""
     lines = []
     for r in history:
         if r.kind not in _TIMELINE_KINDS:
             continue
-        what = " ".join(p for p in (
+        what = "  ".join(p for p in (
             f"msg {r.message_id}" if r.message_id is not None else "",
-            f"{r.account_id} v{r.cleanup_version}" if r.account_id and r.cleanup_version is not None
-            else (r.account_id or ""),
-            f"receive {r.receive_count}" if r.receive_count else "",
-            r.detail) if p)
+            f"account {r.account_id} v{r.cleanup_version}" if r.account_id and r.cleanup_version is not None
+            else (f"account {r.account_id}" if r.account_id else ""),
+            f"receive #{r.receive_count}" if r.receive_count else "",
+            f"({_DETAIL_LABELS.get(r.kind, '{}').format(r.detail)})" if r.detail else "") if p)
         lines.append(f"{r.time:12.4f}s  {r.actor:<14} {r.kind:<18} {what}")
     if len(lines) > limit:
         lines = lines[:limit] + [f"... {len(lines) - limit} more lines in the replay's events.csv"]
@@ -87,16 +94,36 @@ def schedule(scenario: Scenario) -> list[str]:
     return out
 
 
+def headline(name: str, result) -> str:
+    """What finding ``name`` of ``result`` (an ``ExampleResult``) is, in one sentence: its
+    first violation (``acksim.judges.violation_text``), or the first line of the processor's
+    own error; the other kinds the example broke after it."""
+    verdict = result.verdicts.get(name)
+    if verdict is not None and not verdict["holds"]:
+        text = violation_sentence(verdict["example"])
+    elif result.errors:
+        text = next((line.strip() for line in reversed(result.errors[0].strip().splitlines()) if line.strip()), name)
+    else:
+        text = name.replace("_", " ")
+    others = [kind for kind in result.failures if kind != name]
+    return text + (f"; also {', '.join(others)}" if others else "")
+
+
 def render_findings(report, replay_paths: Sequence[Path]) -> list[str]:
     """Each finding of ``report`` (a ``CheckReport``) as lines of text: what broke, the shrunk
     schedule, the timeline, the replay command of its replay file in ``replay_paths`` (one per
     finding, in order)."""
     lines: list[str] = []
     for (name, (scenario, result)), path in zip(report.findings.items(), replay_paths):
-        lines.append(f"\nFOUND {name}: {', '.join(result.failures)}")
+        lines.append(f"\nFOUND {name}: {headline(name, result)}")
+        depends = report.depends.get(name, ())
+        if depends:
+            lines.append("  depends on drawn settings (a configuration limit as much as the design's): "
+                         + "; ".join(depends))
         for kind, verdict in result.verdicts.items():
             if not verdict["holds"] and name not in PROCESSOR_FINDINGS:
-                lines.append(f"  {kind}: {verdict['violations']} violation(s); first: {verdict['example']}")
+                lines.append(f"  {kind}: {verdict['violations']} violation(s); first: "
+                             f"{violation_sentence(verdict['example'])}")
         if result.errors:
             lines.append("  the processor's own error:\n    " + result.errors[0].rstrip().replace("\n", "\n    "))
         lines.append("  schedule (shrunk):")
@@ -174,13 +201,39 @@ def verdict_lines(verdict: Mapping) -> list[str]:
     return [verdict_line({**verdict, "reasons": [reason]}) for reason in verdict["reasons"]]
 
 
-def junit_suite(report, ref: str, replay_paths: Sequence[Path], require_coverage: bool) -> Suite:
+def check_json(report, ref: str, design: str, verdict: Mapping, replay_paths: Sequence[Path],
+               flaky: Mapping) -> dict:
+    """A check's result as plain data (``acksim check --json``): the processor ``ref`` and
+    ``design``, the ``verdict`` and its reasons (``check_verdict``), examples and wall
+    seconds, the first finding (kind, example, seconds) or None, whether the time budget
+    ended the search, each confirmed finding (its headline, the drawn settings it depends on,
+    its replay file in ``replay_paths``), the flaky ones, and the examples per hazard window
+    and crash phase."""
+    first = report.first
+    return {
+        "processor": ref, "design": design, "verdict": verdict["verdict"], "reasons": list(verdict["reasons"]),
+        "examples": report.examples, "seconds": round(report.seconds, 3),
+        "first": None if first is None else {"kind": first.kind, "example": first.example,
+                                             "seconds": round(first.seconds, 3)},
+        "out_of_time": report.out_of_time,
+        "findings": {name: {"headline": headline(name, result), "depends_on": list(report.depends.get(name, ())),
+                            "replay": str(Path(path).resolve())}
+                     for (name, (_scenario, result)), path in zip(report.findings.items(), replay_paths)},
+        "flaky": {name: list(diff) for name, (_s, _r, diff) in flaky.items()},
+        "hazard_windows": {name: report.coverage[name] for name, _fn in HAZARDS},
+        "crash_phases": dict(sorted(report.phases.items())),
+    }
+
+
+def junit_suite(report, ref: str, replay_paths: Sequence[Path], require_coverage: bool,
+                custom: Sequence[str] = ()) -> Suite:
     """The JUnit suite of a check of ``ref``: a case per finding kind (an invariant, the
     processor's own error, a hung processor), failing with the finding as
     ``render_findings`` prints it (the first violation, the shrunk schedule, the timeline, the
     replay command), and a case per hazard window (failing when never hit under
-    ``require_coverage``)."""
+    ``require_coverage``); ``custom``: the names of the base scenario's own invariants, a case
+    each after the built-in kinds."""
     texts = {name: "\n".join(render_findings(replace(report, findings={name: finding}), [path])).strip()
              for (name, finding), path in zip(report.findings.items(), replay_paths)}
-    return check_suite(f"check {ref}", texts, FINDINGS,
+    return check_suite(f"check {ref}", texts, (*FINDINGS, *custom),
                        {name: report.coverage[name] for name, _fn in HAZARDS}, require_coverage)

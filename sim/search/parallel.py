@@ -94,6 +94,33 @@ def run_checks(processor: Callable | str, base: Scenario, *, jobs: int, max_exam
     return merged
 
 
+def run_checks_on_dask(processor: str, base: Scenario, *, address: str, jobs: int | None = None,
+                       max_examples: int = 500, seed: int = 0, database: Path | None = None, key: str = "",
+                       stop_at: frozenset[str] | None = None, all_findings: bool = False,
+                       max_time_s: float | None = None) -> CheckReport:
+    """``run_checks`` on the Dask cluster whose scheduler is at ``address``: the same
+    searches (seeds ``search_seed(seed, i)``, budgets ``budgets(max_examples, jobs)``), each a
+    task on a worker, merged the same way, so the report is the one ``run_checks`` gives for
+    the same ``jobs`` (without a shared ``database``: each worker reads and writes the folder
+    at that path on its own machine). ``jobs`` None: one search per thread of the cluster's
+    workers. ``processor`` must be a reference (it travels to the workers). Raises what a
+    search raises, and what ``distributed`` raises for a scheduler it cannot reach."""
+    from distributed import Client
+
+    options = {"stop_at": stop_at, "all_findings": all_findings, "max_time_s": max_time_s}
+    started = time.monotonic()
+    with Client(address) as client:
+        if jobs is None:
+            jobs = max(sum(client.nthreads().values()), 1)
+        shares = budgets(max_examples, jobs)
+        futures = [client.submit(_search, processor, base, share, search_seed(seed, i), database, key, options,
+                                 None, i, pure=False) for i, share in enumerate(shares)]
+        reports = client.gather(futures)
+    merged = merge(reports)
+    merged.seconds = time.monotonic() - started
+    return merged
+
+
 def _search(processor, base, share, seed, database, key, options, queue, job) -> CheckReport:
     """One search in a pool process; reports its example count on ``queue`` (or not, None)."""
     progress = (lambda n: queue.put((job, n))) if queue is not None else None
@@ -103,7 +130,8 @@ def _search(processor, base, share, seed, database, key, options, queue, job) ->
 
 def merge(reports: list[CheckReport]) -> CheckReport:
     """One report of several searches, in search order: examples, coverage and phases
-    added, each kind of finding from the first search that found it (``seconds`` the sum),
+    added, each kind of finding (with the settings it depends on) from the first search that
+    found it (``seconds`` the sum),
     the ``first`` finding the one of the lowest-numbered search that found any (its example
     count and time are that search's), ``out_of_time`` if any search ran out of time."""
     out = CheckReport()
@@ -113,7 +141,9 @@ def merge(reports: list[CheckReport]) -> CheckReport:
         out.coverage.update(r.coverage)
         out.phases.update(r.phases)
         for name, finding in r.findings.items():
-            out.findings.setdefault(name, finding)
+            if name not in out.findings:
+                out.findings[name] = finding
+                out.depends[name] = r.depends.get(name, ())
         out.first = out.first or r.first
         out.out_of_time = out.out_of_time or r.out_of_time
     return out

@@ -18,7 +18,7 @@ import tomli_w
 
 from acksim.history import Record, history_digest
 from acksim.report.outdir import safe_name
-from acksim.scenario import Scenario
+from acksim.scenario import Scenario, parse
 from acksim.search.design import design_tag
 from acksim.search.findings import PROCESSOR_FINDINGS, timeline
 
@@ -29,8 +29,10 @@ if TYPE_CHECKING:
 def replay_text(scenario: Scenario, result: ExampleResult, processor_ref: str,
                 processor_path: str | None = None) -> str:
     """A scenario file that ``acksim run`` reproduces exactly, from any folder, with what it
-    should show; ``processor_path``: the folder the processor's module imports from."""
-    data = scenario.model_dump(exclude_none=True)
+    should show; ``processor_path``: the folder the processor's module imports from. It holds
+    only what differs from a file that names just the queue preset (``minimal_data``), each
+    table after a comment saying what it is."""
+    data = minimal_data(scenario)
     data["processor"] = processor_ref
     if processor_path is not None:
         data["processor_path"] = processor_path
@@ -40,8 +42,56 @@ def replay_text(scenario: Scenario, result: ExampleResult, processor_ref: str,
         "history_sha256": history_digest(result.history),
     }
     header = ("# A counterexample found by `acksim check`. Reproduce it with `acksim run THIS_FILE`.\n"
-              f"# Findings: {', '.join(result.failures)}\n")
-    return header + tomli_w.dumps(_plain(data))
+              f"# Findings: {', '.join(result.failures)}\n"
+              "# Only what differs from the defaults of its queue preset is written (`acksim presets NAME`).\n")
+    return header + _commented(tomli_w.dumps(_plain(data)))
+
+
+# what each table of a replay file is, written above it
+_TABLE_NOTES = {
+    "workload": "the players' lifecycle settings (their deadlines and steps are the [plan] below)",
+    "scheduler": "how jobs were published",
+    "queue": "the queue's settings and mechanisms, as drawn for this example",
+    "workers": "the consumers",
+    "stores": "the design's stores: backend, isolation level, unique keys",
+    "faults": "the fault schedule, shrunk: crashes at a delivery and phase, duplicates, pauses, ...",
+    "mail": "the outbox relay and the mail provider",
+    "run": "when the run stops",
+    "plan": "the workload, shrunk: these accounts and lifecycle steps only",
+    "invariants": "invariants of your own, judged beside the built-in five",
+    "expect": "what the check saw: `acksim run` says whether this run reproduced it",
+}
+
+
+def _commented(text: str) -> str:
+    """TOML ``text`` with a comment line before the first header of each table in ``_TABLE_NOTES``."""
+    out, seen = [], set()
+    for line in text.splitlines(keepends=True):
+        header = line.strip().strip("[]").split(".")[0] if line.startswith("[") else None
+        if header in _TABLE_NOTES and header not in seen:
+            seen.add(header)
+            out.append(f"# {_TABLE_NOTES[header]}\n")
+        out.append(line)
+    return "".join(out)
+
+
+def minimal_data(scenario: Scenario) -> dict:
+    """``scenario`` as a dict holding only the values that differ from those a file naming just
+    its queue preset gets (the preset and the model's defaults), which ``parse`` turns back into
+    ``scenario`` itself; the whole dump in the rare case it would not."""
+    full = scenario.model_dump(exclude_none=True)
+    base = parse({"queue": {"preset": scenario.queue.preset}}).model_dump(exclude_none=True)
+    out: dict = {}
+    for key, value in full.items():
+        before = base.get(key)
+        if isinstance(value, dict) and isinstance(before, dict):
+            changed = {k: v for k, v in value.items() if k not in before or before[k] != v}
+            if changed:
+                out[key] = changed
+        elif value != before:
+            out[key] = value
+    out.setdefault("queue", {})["preset"] = scenario.queue.preset
+    return out if parse(dict(out)) == scenario else full
 
 
 def _plain(value):

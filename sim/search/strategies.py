@@ -183,9 +183,12 @@ RESTART_RECOVERIES = ("lease", "requeue")
 # ``queue.prefetch``: one delivery at a time, or a batch of 3 that waits in the worker under
 # its leases
 PREFETCHES = (1, 3)
-# ``workers.execution_timeout_s``: none, or limits an attempt of a few store calls (about
-# 5 ms) overruns, or a pause or spike makes it overrun
-EXECUTION_TIMEOUTS = (0.0, 0.003, 1.0)
+# ``workers.execution_timeout_s``: the base scenario's first, then none or a limit that an
+# attempt overruns only when a pause or a latency spike holds it (1 s: a hundred times a
+# normal attempt of a few store calls). Never a limit an ordinary attempt of a correct but
+# slower processor overruns: a finding must be about the design, not a setting nobody runs
+# (a scenario that declares a limit has it drawn first)
+EXECUTION_TIMEOUTS = (0.0, 1.0)
 
 
 @cache

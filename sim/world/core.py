@@ -109,7 +109,9 @@ class World:
         seed = scenario.seed
         self.queue = scenario_queue(self.env, self.history, scenario)
         self.fault_plan = FaultPlan(scenario.faults)
-        self.scheduler = Scheduler(self, stream(seed, "scheduler"))
+        self.scheduler = Scheduler(self.env, self.history.record, self.queue, self.db.session, self.to_virtual,
+                                   self.to_datetime, scenario.scheduler, scenario.workload.payload_bytes,
+                                   scenario.faults.scheduler_stalls, stream(seed, "scheduler"))
         if workload is None and scenario.plan.accounts:
             workload = planned_workload(scenario.plan)
         if workload is None:
@@ -117,7 +119,8 @@ class World:
         self.initial_deadlines, ops = workload
         self.renewals = Renewals(self.env, self.db.session(), self.history.record, self.scheduler.schedule,
                                  scenario.workload, scenario.epoch, ops, waits=self.db_waits)
-        self.relay = OutboxRelay(self, stream(seed, "outbox-relay"))
+        self.relay = OutboxRelay(self.env, self.db.session(), self.history.record, scenario.mail,
+                                 stream(seed, "outbox-relay"))
         self.workers: list[simpy.Process] = []
         self.step_budget_s = scenario.run.step_budget_s
         self.stop_on_processor_error = scenario.run.stop_on_processor_error

@@ -76,6 +76,8 @@ def _last_planned(sc: Scenario) -> float:
         last = sc.fanout.start_s + sc.fanout.updates * sc.fanout.update_interval_s
     elif sc.plan.accounts:
         last = max([a.deadline_s for a in sc.plan.accounts] + [s.at_s for s in sc.plan.steps])
+    elif sc.workload.arrivals == "stages":
+        last = sc.workload.stages_end_s + sc.workload.term_s
     elif sc.workload.arrivals == "poisson":
         last = sc.workload.deadline_start_s + sc.workload.accounts / sc.workload.arrival_rate_per_s
     else:

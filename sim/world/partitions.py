@@ -23,10 +23,10 @@ def window(links, name: str, between: str, at_s: float, duration_s: float):
     detect = q.config.disconnect_detect_s
     if between == "queue" and q.config.redelivery == "consumer_death" and detect < duration_s:
         yield env.timeout(detect)
-        for m in [m for m in q._in_flight.values() if m.holder == name]:
+        for m in [m for m in q.loans.values() if m.holder == name]:
             disconnected(q, m, m.receipt)
         yield env.timeout(duration_s - detect)
     else:
         yield env.timeout(duration_s)
     world.history.record("partition_healed", name, detail=between)
-    q._dispatch()
+    q.dispatch()

@@ -24,7 +24,7 @@ def open_window(links, name: str, duration_s: float) -> None:
     ``duration_s`` later (a timer set before the worker waits on it, so the resumption is
     recorded before the worker's first step after it)."""
     world = links.world
-    loans = [(m.id, m.receipt) for m in world.queue._in_flight.values() if m.holder == name]
+    loans = [(m.id, m.receipt) for m in world.queue.loans.values() if m.holder == name]
     for mid, _receipt in loans or [(None, 0)]:
         record(world, "worker_paused", name, mid, f"{duration_s:g} s")
     opened = world.env.now
@@ -41,7 +41,7 @@ def close_window(links, name: str, loans: list[tuple[int, int]], opened: float) 
     if not loans:
         record(world, "worker_resumed", name, None, "")
     for mid, receipt in loans:
-        m = q._messages[mid]
+        m = q.messages[mid]
         if m.state != "in_flight" or m.receipt != receipt:
             why = "lease_moved"
         elif m.lease_until <= now:
@@ -49,11 +49,11 @@ def close_window(links, name: str, loans: list[tuple[int, int]], opened: float) 
         else:
             why = "lease_held"
         record(world, "worker_resumed", name, mid, why)
-    q._dispatch()  # its waiting receive may be served now
+    q.dispatch()  # its waiting receive may be served now
 
 
 def record(world, kind: str, name: str, mid: int | None, detail: str) -> None:
     """Append one pause record of worker ``name`` (about message ``mid``, or none)."""
-    job = world.queue._messages[mid].job if mid is not None else None
+    job = world.queue.messages[mid].job if mid is not None else None
     world.history.record(kind, name, message_id=mid, account_id=job.account_id if job else None,
                          cleanup_version=job.cleanup_version if job else None, detail=detail)

@@ -103,6 +103,7 @@ def test_a_resumed_lease_is_read_from_the_journals():
     it; past the visibility timeout (wall s) it lapsed; else it is held (RabbitMQ: always)."""
     from types import SimpleNamespace
 
+    from acksim.live.pauses import lease_detail
     from acksim.live.run import LiveRun
     from acksim.scenario import load
 
@@ -110,21 +111,21 @@ def test_a_resumed_lease_is_read_from_the_journals():
     r.transport = SimpleNamespace(visibility_s=3.0)
     now = time.monotonic()
     held = (now - 1.0, "worker-1", 1)
-    r.deliveries_seen = {1: [held]}
-    assert r._lease(1, held) == "lease_held"
+    r.ledger.deliveries_seen = {1: [held]}
+    assert lease_detail(r, 1, held) == "lease_held"
     old = (now - 4.0, "worker-1", 1)
-    r.deliveries_seen = {1: [old]}
-    assert r._lease(1, old) == "lease_lapsed"
-    r.deliveries_seen = {1: [held]}
-    r.deliveries_seen[1].append((now - 0.5, "worker-2", 2))
-    assert r._lease(1, held) == "lease_moved"
-    r.deliveries_seen, r.terminal, r.acked_by = {1: [held]}, {1}, {1: "worker-1"}
-    assert r._lease(1, held) == "lease_held"  # its own ack ended it: nothing moved
-    r.acked_by = {1: "worker-2"}
-    assert r._lease(1, held) == "lease_moved"
+    r.ledger.deliveries_seen = {1: [old]}
+    assert lease_detail(r, 1, old) == "lease_lapsed"
+    r.ledger.deliveries_seen = {1: [held]}
+    r.ledger.deliveries_seen[1].append((now - 0.5, "worker-2", 2))
+    assert lease_detail(r, 1, held) == "lease_moved"
+    r.ledger.deliveries_seen, r.ledger.terminal, r.ledger.acked_by = {1: [held]}, {1}, {1: "worker-1"}
+    assert lease_detail(r, 1, held) == "lease_held"  # its own ack ended it: nothing moved
+    r.ledger.acked_by = {1: "worker-2"}
+    assert lease_detail(r, 1, held) == "lease_moved"
     old = (now - 40.0, "worker-1", 1)
-    r.kind, r.terminal, r.deliveries_seen = "rabbitmq", set(), {1: [old]}
-    assert r._lease(1, old) == "lease_held"  # no visibility timeout
+    r.kind, r.ledger.terminal, r.ledger.deliveries_seen = "rabbitmq", set(), {1: [old]}
+    assert lease_detail(r, 1, old) == "lease_held"  # no visibility timeout
 
 
 @pytest.mark.live
@@ -210,6 +211,7 @@ def test_a_broker_restart_defers_publishes_and_records_what_it_lost(tmp_path):
     without persistence) is recorded "dropped" and ends. No broker: a stand-in transport."""
     from types import SimpleNamespace
 
+    from acksim.live.broker_outage import broker_back
     from acksim.live.journal import Journal, read_journal
     from acksim.live.run import LiveRun
     from acksim.scenario import load, parse
@@ -222,17 +224,17 @@ def test_a_broker_restart_defers_publishes_and_records_what_it_lost(tmp_path):
     r.transport = SimpleNamespace(reconnect=lambda: None, surviving_ids=lambda: {2}, publish=sent.append,
                                   lost_connection=lambda exc: False)
     r.journal = Journal(tmp_path / "j.jsonl", time.monotonic(), 1.0)
-    r.published = {1: ("p000", 1, 100.0), 2: ("p001", 1, 100.5)}
+    r.ledger.published = {1: ("p000", 1, 100.0), 2: ("p001", 1, 100.5)}
     r.restarting = SimpleNamespace(error=None, wall_s=0.25, up_at=None)
     r._do(("publish", "p002", 1, 101.0), None)
     assert sent == [] and r.deferred == [("p002", 1, 101.0)]
-    assert r._broker_back() == "" and r.restarting is None and r.broker_downtimes == [0.25]
+    assert broker_back(r) == "" and r.restarting is None and r.broker_downtimes == [0.25]
     got = [(x["k"], x.get("message_id"), x.get("detail")) for x in read_journal(tmp_path / "j.jsonl")]
     assert got == [("publish_deferred", None, "broker_down"), ("broker_restarted", None, "lost"),
                    ("dropped", 1, "broker_restart:not_persisted"), ("published", 3, None)]
-    assert r.terminal == {1} and len(sent) == 1 and '"message_id":3' in sent[0]
+    assert r.ledger.terminal == {1} and len(sent) == 1 and '"message_id":3' in sent[0]
     r.restarting = SimpleNamespace(error=RuntimeError("port in use"), wall_s=1.0)
-    assert r._broker_back().startswith("live: the broker did not come back") and not r.broker_up
+    assert broker_back(r).startswith("live: the broker did not come back") and not r.broker_up
 
 
 @pytest.mark.live

@@ -141,8 +141,7 @@ def test_failing_run_says_what_failed(tmp_path, history):
     md = (tmp_path / "out" / "report.md").read_text()
     assert ("**Verdict: FAIL: invariants violated: at_most_once_effect (2); "
             "SLOs missed: recovery_time_p99_s (31.5 s vs threshold <= 10.0 s)**") in md
-    assert ("| at_most_once_effect | no | 2 | account_id='a2', cleanup_version=1, time=34.0, "
-            "note='applied \\| twice' |") in md
+    assert "| at_most_once_effect | no | 2 | account a2 v1, at 34 s, note applied \\| twice |" in md
     html = (tmp_path / "out" / "report.html").read_text()
     assert 'class="verdict fail"' in html and "Verdict: PASS" not in html
 
@@ -374,11 +373,19 @@ def test_formatting_of_figures():
     assert format_figure("end_to_end_p99_s", math.nan) == "—"
 
 
-def test_counterexample_summary_is_one_bounded_line():
+def test_counterexample_summary_is_one_bounded_sentence():
     assert summarise_example(None) == "—"
-    assert summarise_example({"phase": "after\ncommit", "n": 3}) == "phase='after\\ncommit', n=3"
+    assert summarise_example({"phase": "after\ncommit", "n": 3}) == "phase after commit, n 3"
     long = summarise_example({"detail": "x" * 500})
-    assert len(long) == 160 and long.endswith("…")
+    assert len(long) == 300 and long.endswith("…")
+    example = {"time": 10.003683734515988, "seq": 6, "kind": "cleanup_applied", "actor": "worker-1",
+               "message_id": 1, "account_id": "a1", "cleanup_version": 1,
+               "why": "cleanup committed while stale: renewed"}
+    assert summarise_example(example) == ("cleanup committed while stale: renewed (account a1 v1, message 1, "
+                                          "cleanup_applied by worker-1 at 10.004 s)")
+    assert summarise_example({"account_id": "a1", "cleanup_version": 1, "deadline_s": 10.0,
+                              "why": "message 1 still in flight at the end"}) == \
+        "message 1 still in flight at the end (account a1 v1, deadline 10 s)"
 
 
 def test_verdict_ignores_unset_thresholds_but_not_missed_ones():
@@ -487,3 +494,26 @@ def test_a_replays_report_carries_the_verdict_and_the_timeline(tmp_path):
     assert page.index("<h2>Replay</h2>") < page.index("</body>")
     assert json.loads((tmp_path / "r" / ".acksim-report").read_text())["kind"] == "replay"
     assert (tmp_path / "r" / "plots" / "counterexample.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_every_count_of_a_real_run_says_what_it_counts():
+    from acksim.report.tables import count_rows
+
+    counts = {"jobs": 3, "conflicts": 7, "crashes_after_commit": 1, "no_op_renewed": 2, "something_new": 5}
+    rows = count_rows({"counts": counts})
+    assert rows[0] == ("jobs", "3", "messages the scheduler published (a term roll-over or an extension "
+                                    "publishes another)")
+    assert rows[2] == ("crashes_after_commit", "1", "crashes in phase after_commit")
+    assert rows[3] == ("no_op_renewed", "2", "attempts that committed nothing, harmlessly: renewed")
+    assert rows[4] == ("something_new", "5", "")
+
+
+def test_a_window_is_cut_to_its_first_and_last_event():
+    from acksim.report.plots.timeline_window import trimmed
+
+    # the first deadline at 3000 s: no empty stretch before it, nor after the last start
+    assert trimmed(2700.0, 3300.0, [], [], [3000.0, 3100.0, 3200.0]) == (2982.0, 3218.0)
+    assert trimmed(2700.0, 3300.0, [(2800.0, 1)], [(3290.0, 1)], [3000.0]) == (2782.0, 3300.0)
+    assert trimmed(0.0, 600.0, [], [], []) == (0.0, 600.0)  # nothing in it: as it was
+    assert trimmed(0.0, 600.0, [], [], [300.0]) == (282.0, 318.0)  # one instant, with its margin
+    assert trimmed(0.0, 10.0, [], [], [5.0]) == (0.0, 10.0)  # under a second left: as it was

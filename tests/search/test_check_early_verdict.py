@@ -89,3 +89,31 @@ def test_the_command_stops_at_its_time_budget_with_a_pass_that_says_so(tmp_path,
     assert main(["check", "--max-time", "forever", "--out", str(tmp_path / "c")]) == 2
     assert "--max-time: must be a duration of 1 s .. 24 h such as 30s, 5m or 1h, got 'forever'" in \
         capsys.readouterr().err
+
+
+# a correct processor that is slower than the reference: 25 account reads an attempt
+CHATTY = '''
+from acksim.model.job import reminder_event_key
+
+
+def process(job, accounts, cleanup_store, outbox):
+    for _ in range(24):
+        accounts.get(job.account_id)
+    account = accounts.get(job.account_id)
+    if account is None or account.cleanup_version != job.cleanup_version or account.renewed:
+        return
+    if cleanup_store.was_applied(job.account_id, job.cleanup_version):
+        return
+    cleanup_store.apply_once(account_id=job.account_id, cleanup_version=job.cleanup_version)
+    outbox.add_once(event_key=reminder_event_key(job.account_id, job.cleanup_version),
+                    account_id=job.account_id, cleanup_version=job.cleanup_version)
+'''
+
+
+def test_a_correct_processor_that_makes_25_reads_an_attempt_passes_as_the_reference_does(tmp_path, capsys):
+    # the search once drew a 3 ms execution time limit that every attempt of such a processor overran
+    (tmp_path / "chatty.py").write_text(CHATTY)
+    rc = main(["check", "--processor", f"{tmp_path / 'chatty.py'}:process", "--seed", "1", "--max-examples", "300",
+               "--no-database", "--jobs", "1", "--out", str(tmp_path / "c")])
+    out = capsys.readouterr().out
+    assert "PASS: no violation in 300 examples" in out and rc == 0

@@ -35,6 +35,8 @@ _MARKS = {
     "outbox_added": ("stores", "^", "tab:blue", "outbox event committed"),
     "tx_rolled_back": ("stores", "x", "tab:red", "rolled back"),
 }
+# kinds that share a lane and often an instant (a commit writes both rows): drawn apart
+_OFFSET = {"cleanup_applied": -0.18, "outbox_added": 0.18}
 
 
 def focus_span(history: Sequence[Record], examples: Sequence[Mapping[str, Any]] = ()) -> tuple[float, float] | None:
@@ -86,7 +88,7 @@ def plot_counterexample(history: Sequence[Record], examples: Sequence[Mapping[st
             continue
         if lane not in y:
             continue
-        ax.scatter([r.time], [y[lane]], marker=marker, c=color, s=40, zorder=3)
+        ax.scatter([r.time], [y[lane] + _OFFSET.get(r.kind, 0.0)], marker=marker, c=color, s=40, zorder=3)
         if label not in seen:
             seen.add(label)
             legend.append(Line2D([], [], marker=marker, color=color, linestyle="none", label=label))

@@ -4,7 +4,8 @@ happen.
 One lane per worker, one bar per attempt (from ``attempt_spans``) colored by its outcome, a red
 cross where a worker crashed and a blue triangle where a worker received a redelivery (a
 delivery with receive count above one; spurious duplicate copies excluded, as in the SLO figure
-``redeliveries``). The window is chosen by ``timeline_window.choose_window``; at most
+``redeliveries``). The window is chosen by ``timeline_window.choose_window`` and cut to its
+events by ``timeline_window.trimmed``; at most
 ``MAX_LANES`` lanes are drawn, preferring workers that crashed, then those that got
 redeliveries, then the busiest. Bars are drawn with one ``broken_barh`` per (lane, outcome), so
 the cost does not grow with the number of records.
@@ -23,7 +24,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from acksim.history import Record
 from acksim.report.plots._canvas import new_figure, note, to_png
-from acksim.report.plots.timeline_window import WINDOW_S, choose_window
+from acksim.report.plots.timeline_window import WINDOW_S, choose_window, trimmed
 from acksim.judges.series import attempt_spans
 
 MAX_LANES = 16
@@ -46,9 +47,8 @@ def plot_worker_timeline(history: Sequence[Record], width: float = WINDOW_S) -> 
         ax.set_title("Worker timeline")
         return to_png(fig)
 
-    w0, w1 = choose_window([c[:2] for c in crashes], [r[:2] for r in redeliveries],
-                           spans["start"].to_numpy(dtype=float), history[0].time, history[-1].time,
-                           width)
+    events = ([c[:2] for c in crashes], [r[:2] for r in redeliveries], spans["start"].to_numpy(dtype=float))
+    w0, w1 = trimmed(*choose_window(*events, history[0].time, history[-1].time, width), *events)
     spans = spans[(spans["start"] <= w1) & (spans["end"] >= w0)]
     crashes = [c for c in crashes if w0 <= c[0] <= w1]
     redeliveries = [r for r in redeliveries if w0 <= r[0] <= w1]
@@ -109,7 +109,7 @@ def _draw_bars(ax, spans: pd.DataFrame, lane_of: dict[str, int], w0: float, w1: 
     lo = spans["start"].clip(lower=w0).to_numpy(dtype=float)
     hi = spans["end"].clip(upper=w1).to_numpy(dtype=float)
     frame = pd.DataFrame({"worker": spans["worker"].to_numpy(), "outcome": spans["outcome"].to_numpy(),
-                          "lo": lo, "width": np.maximum(hi - lo, (w1 - w0) * 2.5e-3)})  # sub-pixel attempts stay visible
+                          "lo": lo, "width": np.maximum(hi - lo, (w1 - w0) * 6e-3)})  # millisecond attempts read as blocks
     for (worker, outcome), group in frame.groupby(["worker", "outcome"], sort=True):
         ax.broken_barh(group[["lo", "width"]].to_numpy(), (lane_of[worker] - _BAR / 2, _BAR),
                        facecolors=OUTCOME_COLORS.get(outcome, "black"), edgecolor="white",

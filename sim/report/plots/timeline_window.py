@@ -11,6 +11,9 @@ causes. Preference, first match wins:
 5. the busiest window: the first one holding the most attempt starts.
 
 The window is then moved inside ``[t_min, t_max]``; a run shorter than the window is shown whole.
+Last, ``trimmed`` cuts a window to what happens in it (its first and last attempt start, crash or
+redelivery, with a margin of ``_MARGIN`` of the width): no empty stretch before the first
+deadline or after the last delivery.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import numpy as np
 WINDOW_S = 600.0
 _NEAR = 0.8  # a redelivery is "near" a crash within this share of the window
 _LEAD = 0.1  # a lone event sits this share of the window from the left edge
+_MARGIN = 0.03  # what a trimmed window keeps around its first and last event, as a share of the width
 
 
 def choose_window(
@@ -48,6 +52,19 @@ def choose_window(
         start = _busiest(np.sort(np.asarray(starts, dtype=float)), width, t_min)
     start = min(max(start, t_min), t_max - width)
     return start, start + width
+
+
+def trimmed(start: float, end: float, crashes, redeliveries, starts) -> tuple[float, float]:
+    """The window ``(start, end)`` (virtual s, as ``choose_window`` gives it) cut to its first
+    and last event (crash, redelivery or attempt start, as ``choose_window`` takes them), with
+    a margin of ``_MARGIN`` of its width; unchanged when it holds none, or when the cut would
+    leave less than a second."""
+    inside = [t for t in (*(c for c, _ in crashes), *(r for r, _ in redeliveries), *starts) if start <= t <= end]
+    if not inside:
+        return start, end
+    margin = _MARGIN * (end - start)
+    lo, hi = max(start, min(inside) - margin), min(end, max(inside) + margin)
+    return (lo, hi) if hi - lo >= 1.0 else (start, end)
 
 
 def _around_crash(crashes, redeliveries, width: float) -> float | None:

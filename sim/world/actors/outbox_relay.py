@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 
 from acksim.model.errors import ConflictError
+from acksim.scenario import Mail
 from acksim.world.ticks import delay_until, next_tick
 
 
@@ -40,13 +41,16 @@ class MailProvider:
 
 
 class OutboxRelay:
-    """The relay actor. ``idle`` is True when the outbox holds no pending event."""
+    """The relay actor. ``idle`` is True when the outbox holds no pending event.
 
-    def __init__(self, world, rng: random.Random) -> None:
-        self.world = world
+    Its ports: ``env`` (a SimPy environment), ``session`` (its own unit of work on the stores),
+    ``record`` (``History.record``'s signature), ``config`` (the ``[mail]`` section) and
+    ``rng`` (its random stream)."""
+
+    def __init__(self, env, session, record, config: Mail, rng: random.Random) -> None:
+        self.env, self.session, self.record, self.config = env, session, record, config
         self.rng = rng
-        self.session = world.db.session()
-        self.provider = MailProvider(world.scenario.mail.provider_idempotency)
+        self.provider = MailProvider(config.provider_idempotency)
         self._attempts: dict[int, int] = {}  # outbox row seq -> transient failures
         self._asleep = None  # the SimPy event an idle relay waits on until ``poke``
 
@@ -62,8 +66,7 @@ class OutboxRelay:
 
     def run(self):
         """SimPy process: poll every ``mail.poll_interval_s`` and send what is pending."""
-        world = self.world
-        env, cfg, history = world.env, world.scenario.mail, world.history
+        env, cfg, record = self.env, self.config, self.record
         outbox = self.session.outbox
         poll = cfg.poll_interval_s
         while True:
@@ -84,18 +87,18 @@ class OutboxRelay:
                 try:
                     if outage == "permanent" or (outage is None and u < cfg.permanent_error_probability):
                         outbox.mark_failed(ev.event_key, ev.seq)
-                        history.record("reminder_failed", "outbox-relay", **fields)
+                        record("reminder_failed", "outbox-relay", **fields)
                     elif outage == "transient" or u < cfg.permanent_error_probability + cfg.transient_error_probability:
                         n = self._attempts.get(ev.seq, 0) + 1
                         self._attempts[ev.seq] = n
                         if n >= cfg.max_attempts:
                             outbox.mark_failed(ev.event_key, ev.seq)
-                            history.record("reminder_failed", "outbox-relay", **fields)
+                            record("reminder_failed", "outbox-relay", **fields)
                         else:
-                            history.record("reminder_retry", "outbox-relay", **fields)
+                            record("reminder_retry", "outbox-relay", **fields)
                     else:
                         first = self.provider.send(ev.event_key, env.now)
-                        history.record("reminder_sent" if first else "reminder_duplicate", "mail-provider", **fields)
+                        record("reminder_sent" if first else "reminder_duplicate", "mail-provider", **fields)
                         yield from self._mark_sent(ev.event_key, ev.seq)
                 except ConflictError:
                     pass  # a worker holds the write lock: the event stays pending for the next poll
@@ -114,4 +117,4 @@ class OutboxRelay:
                 self.session.outbox.mark_sent(event_key, seq)
                 return
             except ConflictError:
-                yield self.world.env.timeout(MARK_RETRY_S)
+                yield self.env.timeout(MARK_RETRY_S)

@@ -18,7 +18,10 @@ between the two steps is ``scheduler.publish_crash_probability`` in either order
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
+
+from acksim.scenario import Scheduler as SchedulerConfig
 
 
 @dataclass
@@ -34,11 +37,17 @@ class _Entry:
 
 class PublishRecords:
     """The scheduler's records of "record_then_publish" and their sweeper. ``pending``: the
-    number of records not yet published (the scheduler is idle only when it is 0)."""
+    number of records not yet published (the scheduler is idle only when it is 0).
 
-    def __init__(self, scheduler) -> None:
-        self.scheduler = scheduler
-        self.world = scheduler.world
+    Its ports, the scheduler's: ``env`` (a SimPy environment), ``record``
+    (``History.record``'s signature), ``config`` (the ``[scheduler]`` section), ``rng`` (the
+    scheduler's random stream), ``publish(account id, version, deadline s, delay s, actor)``
+    (sends the job to the queue) and ``delay(deadline s)`` (the message delay of a job
+    published now, virtual s)."""
+
+    def __init__(self, env, record, config: SchedulerConfig, rng: random.Random, publish, delay) -> None:
+        self.env, self.record, self.config, self.rng = env, record, config, rng
+        self.publish, self.delay = publish, delay
         self._entries: list[_Entry] = []
         self._sweeper = None
 
@@ -52,36 +61,34 @@ class PublishRecords:
         crashes in between (``publish_crash_probability``: it stays down
         ``restart_delay_s`` and, finding the record, does not publish), publish it and mark
         the record published."""
-        world, sched = self.world, self.scheduler
-        cfg = world.scenario.scheduler
-        entry = _Entry(account_id, version, deadline_s, world.env.now)
+        cfg = self.config
+        entry = _Entry(account_id, version, deadline_s, self.env.now)
         self._entries.append(entry)
-        world.history.record("publish_recorded", actor, account_id=account_id, cleanup_version=version,
-                             deadline=deadline_s)
+        self.record("publish_recorded", actor, account_id=account_id, cleanup_version=version,
+                    deadline=deadline_s)
         self._start_sweeper()
-        if cfg.publish_crash_probability and sched.rng.random() < cfg.publish_crash_probability:
-            world.history.record("scheduler_crashed", actor, account_id=account_id, cleanup_version=version,
-                                 deadline=deadline_s, detail="after recording, before publishing")
-            yield world.env.timeout(cfg.restart_delay_s)
+        if cfg.publish_crash_probability and self.rng.random() < cfg.publish_crash_probability:
+            self.record("scheduler_crashed", actor, account_id=account_id, cleanup_version=version,
+                        deadline=deadline_s, detail="after recording, before publishing")
+            yield self.env.timeout(cfg.restart_delay_s)
             return
-        sched._publish(account_id, version, deadline_s, sched._delay(deadline_s), actor)
+        self.publish(account_id, version, deadline_s, self.delay(deadline_s), actor)
         entry.published = True
 
     def _start_sweeper(self) -> None:
         if self._sweeper is None:
-            self._sweeper = self.world.env.process(self._sweep())
+            self._sweeper = self.env.process(self._sweep())
 
     def _sweep(self):
         """SimPy process: at every multiple of ``sweep_interval_s``, publish the records
         unpublished for at least ``sweep_after_s``, oldest first."""
-        world, sched = self.world, self.scheduler
-        env, cfg = world.env, world.scenario.scheduler
+        env, cfg = self.env, self.config
         while True:
             tick = (math.floor(env.now / cfg.sweep_interval_s) + 1) * cfg.sweep_interval_s
             yield env.timeout(tick - env.now)
             for entry in self._entries:
                 if not entry.published and env.now - entry.recorded_at >= cfg.sweep_after_s:
-                    sched._publish(entry.account_id, entry.version, entry.deadline_s,
-                                   sched._delay(entry.deadline_s), "publish-sweeper")
+                    self.publish(entry.account_id, entry.version, entry.deadline_s,
+                                 self.delay(entry.deadline_s), "publish-sweeper")
                     entry.published = True
             self._entries = [e for e in self._entries if not e.published]

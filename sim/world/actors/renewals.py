@@ -52,6 +52,30 @@ def planned_workload(plan) -> tuple[dict[str, float], list[LifecycleOp]]:
     return deadlines, ops
 
 
+def rate_at(w: Workload, t: float) -> float:
+    """The deadline rate (per virtual s) of ``w``'s load shape at virtual time ``t``: linear
+    within each stage from the rate before it to the stage's own; 0 outside the stages."""
+    at, rate = w.deadline_start_s, w.start_rate_per_s
+    for stage in w.stages:
+        if t < at + stage.duration_s:
+            return rate + (stage.rate_per_s - rate) * max(t - at, 0.0) / stage.duration_s
+        at, rate = at + stage.duration_s, stage.rate_per_s
+    return 0.0
+
+
+def staged_arrival(w: Workload, after: float, rng: random.Random) -> float | None:
+    """The next deadline of ``w``'s load shape after virtual time ``after`` (a Poisson process
+    of rate ``rate_at``, drawn by thinning from ``rng``), or None once the stages are over."""
+    peak = max(w.start_rate_per_s, *(st.rate_per_s for st in w.stages))
+    end, t = w.stages_end_s, after
+    while True:
+        t += rng.expovariate(peak)
+        if t >= end:
+            return None
+        if rng.random() * peak < rate_at(w, t):
+            return t
+
+
 def plan_workload(w: Workload, rng: random.Random) -> tuple[dict[str, float], list[LifecycleOp]]:
     """Draw the initial deadlines (by account id) and the sorted lifecycle plan."""
     deadlines: dict[str, float] = {}
@@ -59,7 +83,12 @@ def plan_workload(w: Workload, rng: random.Random) -> tuple[dict[str, float], li
     u = rng.uniform
     arrival = w.deadline_start_s
     for aid in account_ids(w.accounts):
-        if w.arrivals == "poisson":
+        if w.arrivals == "stages":
+            arrival = staged_arrival(w, arrival, rng)
+            if arrival is None:
+                break  # the load shape is over: fewer accounts than the cap
+            d = arrival
+        elif w.arrivals == "poisson":
             arrival += rng.expovariate(w.arrival_rate_per_s)
             d = arrival
         else:

@@ -66,30 +66,30 @@ class Broker:
         cfg, now = q.config, self.world.env.now
         if cfg.broker_lost_writes_s > 0:
             since = went_down_at - cfg.broker_lost_writes_s
-            for msg in list(q._messages.values()):
+            for msg in list(q.messages.values()):
                 if since <= msg.sent_at < went_down_at and msg.state in ("delayed", "visible", "in_flight"):
-                    q._delete(msg)
-                    q._log("dropped", "broker", msg, msg.receive_count, "broker_restart:unsynced")
+                    q.delete(msg)
+                    q.log("dropped", "broker", msg, msg.receive_count, "broker_restart:unsynced")
         mode = cfg.on_broker_restart
         if mode == "lost":
-            for msg in list(q._messages.values()):
+            for msg in list(q.messages.values()):
                 if msg.state in ("delayed", "visible", "in_flight"):
-                    q._delete(msg)
-                    q._log("dropped", "broker", msg, msg.receive_count, "broker_restart:not_persisted")
+                    q.delete(msg)
+                    q.log("dropped", "broker", msg, msg.receive_count, "broker_restart:not_persisted")
         elif mode == "requeue":
-            for msg in list(q._in_flight.values()):
-                q._log("visibility_expired", "broker", msg, msg.receive_count, "broker_restart")
+            for msg in list(q.loans.values()):
+                q.log("visibility_expired", "broker", msg, msg.receive_count, "broker_restart")
                 msg.receipt += 1  # the old channel's delivery tags are void
                 if not returned(q, msg):  # a closed connection's requeue is a return (RMQ-QQ)
-                    q._make_visible(msg, head=cfg.requeue_at_head)
+                    q.make_visible(msg, head=cfg.requeue_at_head)
         elif cfg.sweep_interval_s == 0 and cfg.redelivery not in ("claim", "none"):
             from acksim.world.queue.leases import lapse
 
-            lapsed = [(m, m.receipt) for m in q._in_flight.values() if m.lease_until <= now]
+            lapsed = [(m, m.receipt) for m in q.loans.values() if m.lease_until <= now]
             for msg, receipt in lapsed:  # its lease timer fired while the broker was down
                 if msg.state == "in_flight" and msg.receipt == receipt:  # (not requeued by an earlier one)
                     lapse(q, msg)
         deferred, self.deferred = self.deferred, []
         for job, deadline_s, delay_s, actor, size, asked_at in deferred:
             q.publish(job, deadline_s, max(delay_s - (now - asked_at), 0.0), actor, size)
-        q._dispatch()
+        q.dispatch()

@@ -18,7 +18,10 @@ same way (or drop it: ``on_exhaustion``). Retention deletes a message, wherever 
 
 Every change is recorded in the history; nothing is dropped silently. The data of messages
 and loans is ``acksim.world.queue.message``; how a loan ends without an ack (lease timers,
-heartbeats, sweeps, a lost worker, the redelivery mechanisms) is ``acksim.world.queue.leases``.
+heartbeats, sweeps, a lost worker, the redelivery mechanisms) is ``acksim.world.queue.leases``;
+retention is ``acksim.world.queue.retention``, the length cap ``acksim.world.queue.length_cap``,
+FIFO deduplication ``acksim.world.queue.fifo_dedup`` and the consumers waiting for a delivery
+``acksim.world.queue.waiting_line``.
 """
 
 from __future__ import annotations
@@ -32,11 +35,13 @@ from acksim.history import History
 from acksim.model.job import CleanupJob
 from acksim.scenario import Queue as QueueConfig
 from acksim.world.queue.delivery_limit import returned
+from acksim.world.queue.fifo_dedup import FifoDedup
 from acksim.world.queue.leases import lend, sweeper, worker_lost
-from acksim.world.queue.message import Delivery, MessageTooLarge, _Message, body_bytes
+from acksim.world.queue.length_cap import LengthCap
+from acksim.world.queue.message import Delivery, Message, MessageTooLarge, body_bytes
 from acksim.world.queue.recovery import RecoverySweeps
-from acksim.world.queue.tombstones import trim_pending
-from acksim.world.ticks import delay_until
+from acksim.world.queue.retention import Retention
+from acksim.world.queue.waiting_line import WaitingLine
 
 __all__ = ["Delivery", "MessageTooLarge", "Queue", "body_bytes"]
 
@@ -49,6 +54,25 @@ class Queue:
     a message's state. ``rng`` decides spurious duplicates; ``forced_duplicates`` names
     delivery numbers that get one regardless. With ``sweep_interval_s`` > 0 the queue runs its
     own sweeper process. Times are virtual seconds.
+
+    The interface its mechanisms use (``leases``, ``delivery_limit``, ``recovery``,
+    ``tombstones``, ``retention``, ``length_cap``, ``broker``, and the world's pauses and
+    partitions), besides ``env``, ``history``, ``config``, ``reachable`` and ``broker``:
+
+    - ``messages``: every message ever published, message id -> ``Message``;
+    - ``loans``: the messages on loan (in flight), message id -> ``Message``, in lending order;
+    - ``popped``: pop-on-fetch messages still being worked on, message id -> consumer;
+    - ``at(delay_s, fn, *args)``: call ``fn(*args)`` ``delay_s`` virtual seconds from now;
+    - ``log(kind, actor, msg, receive_count, detail)``: record one change of ``msg``;
+    - ``make_visible(msg, head)``: back on the shelf (at its head with ``head``), dispatched;
+    - ``requeue(msg, actor, delay_s, detail)``: end a loan with a failure, then requeue;
+    - ``exhaust(msg, reason)``: to the dead-letter queue, or dropped;
+    - ``delete(msg)``: gone for good (acked, expired, trimmed, dropped);
+    - ``job_gone(msg)``: its job no longer held, though its id stays (a tombstone);
+    - ``dispatch()``: hand visible messages to the consumers waiting that can reach the queue.
+
+    ``Message`` is the queue's record of a message (``acksim.world.queue.message``); a
+    mechanism reads and sets its fields (state, receipt, lease, counts) itself.
     """
 
     def __init__(self, env: simpy.Environment, history: History, config: QueueConfig,
@@ -58,23 +82,22 @@ class Queue:
         self.config = config
         self.rng = rng
         self.forced_duplicates = forced_duplicates  # delivery numbers that also get a spurious copy
-        self._messages: dict[int, _Message] = {}
+        self.messages: dict[int, Message] = {}
         self._ready: deque[tuple[int, bool]] = deque()  # (message id, duplicate copy)
-        self._getters: deque[tuple[simpy.Event, str]] = deque()
+        self.waiting = WaitingLine(self)  # the receives waiting for a delivery
         self._dlq: list[int] = []
-        self._dedup: dict[str, float] = {}
+        self.fifo_dedup = FifoDedup(history, config.fifo_dedup_window_s)
         self._live = 0
         self._deliveries = 0
         self._held: dict[tuple[str, int], int] = {}  # (account, version) -> messages not deleted
-        self._in_flight: dict[int, _Message] = {}  # on loan, in delivery order
-        self._popped: dict[int, str] = {}  # pop-on-fetch: message id -> consumer still working on it
-        self._stream: deque[int] = deque()  # publish order, for the length cap
+        self.loans: dict[int, Message] = {}  # on loan, in delivery order
+        self.popped: dict[int, str] = {}  # pop-on-fetch: message id -> consumer still working on it
         # set by acksim.world.links when the scenario pauses, partitions or restarts: who can
         # reach the queue now (consumer -> bool), and the broker's up/down state
         self.reachable = None
         self.broker = None
-        # (retention instant s, message) in publish order: one timer at a time, for the oldest
-        self._retention: deque[tuple[float, _Message]] = deque()
+        self.retention = Retention(self)
+        self.length_cap = LengthCap(self) if config.max_length else None
         if config.sweep_interval_s > 0 and config.redelivery != "none":
             env.process(sweeper(self))
         self.recovery = RecoverySweeps(self) if config.recovery_sweep != "none" else None
@@ -93,47 +116,42 @@ class Queue:
         if self.broker is not None and self.broker.down():
             return self.broker.defer(job, deadline_s, delay_s, actor, size)  # retried at the restart
         now = self.env.now
-        if cfg.kind == "fifo":
-            key = f"{job.account_id}:{job.cleanup_version}"
-            seen = self._dedup.get(key)
-            if seen is not None and now - seen < cfg.fifo_dedup_window_s:
-                self.history.record("deduplicated", actor, account_id=job.account_id,
-                                    cleanup_version=job.cleanup_version, deadline=deadline_s)
-                return None
-            self._dedup[key] = now
-        mid = len(self._messages) + 1
-        msg = _Message(mid, job, deadline_s, now)
-        self._messages[mid] = msg
+        if cfg.kind == "fifo" and self.fifo_dedup.drops(job, deadline_s, actor, now):
+            return None
+        mid = len(self.messages) + 1
+        msg = Message(mid, job, deadline_s, now)
+        self.messages[mid] = msg
         self._live += 1
         key = (job.account_id, job.cleanup_version)
         self._held[key] = self._held.get(key, 0) + 1
         self.history.record("published", actor, message_id=mid, account_id=job.account_id,
                             cleanup_version=job.cleanup_version, deadline=deadline_s,
                             visible_at=now + delay_s)
-        self._retain(msg)
+        self.retention.retain(msg)
         if cfg.max_length:
-            self._trim(mid)
+            self.length_cap.add(mid)
         if delay_s > 0:
-            self._at(delay_s, self._undelay, msg)
+            self.at(delay_s, self._undelay, msg)
         else:
-            self._make_visible(msg)
+            self.make_visible(msg)
         return mid
 
     # --- consumers -------------------------------------------------------------------------
     def receive(self, consumer: str) -> simpy.Event:
         """A SimPy event that succeeds with the next ``Delivery`` for ``consumer``."""
         event = self.env.event()
-        self._getters.append((event, consumer))
+        self.waiting.line.append((event, consumer))
         if self.recovery is not None:
             self.recovery.receiving(consumer)
-        self._dispatch()
+        self.dispatch()
         return event
 
     def cancel(self, event: simpy.Event) -> None:
         """Withdraw a pending ``receive`` (the consumer crashed while waiting)."""
-        for i, (ev, _c) in enumerate(self._getters):
+        line = self.waiting.line
+        for i, (ev, _c) in enumerate(line):
             if ev is event:
-                del self._getters[i]
+                del line[i]
                 return
 
     def ack(self, delivery: Delivery, consumer: str) -> bool:
@@ -142,54 +160,33 @@ class Queue:
         detail "by_id" when another loan held it). Returns whether it deleted; records
         "acked" or "ack_stale". On a pop-on-fetch queue the message went at receipt: the ack
         only ends the consumer's work on it, returns True and records nothing."""
-        msg = self._messages[delivery.message_id]
+        msg = self.messages[delivery.message_id]
         if self.config.redelivery == "none" and not delivery.duplicate:
-            self._popped.pop(msg.id, None)
+            self.popped.pop(msg.id, None)
             return True
         current = msg.state == "in_flight" and msg.receipt == delivery.receipt
         exists = msg.state in ("visible", "in_flight", "delayed")
         by_id = not current and self.config.ack_by == "message_id" and exists
         if current or by_id or (delivery.duplicate and exists):
-            self._delete(msg)
-            self._log("acked", consumer, msg, delivery.receive_count,
-                      "duplicate" if delivery.duplicate else ("tombstone" if delivery.tombstone else
-                                                              ("by_id" if by_id else "")))
+            self.delete(msg)
+            self.log("acked", consumer, msg, delivery.receive_count,
+                     "duplicate" if delivery.duplicate else ("tombstone" if delivery.tombstone else
+                                                             ("by_id" if by_id else "")))
             return True
         reason = "deleted" if msg.state in ("deleted", "dlq") else "receipt_expired"
-        self._log("ack_stale", consumer, msg, delivery.receive_count, reason)
+        self.log("ack_stale", consumer, msg, delivery.receive_count, reason)
         return False
 
     def nack(self, delivery: Delivery, consumer: str, delay_s: float) -> bool:
         """Give the message back: receivable again after ``delay_s`` (0 = at once). A nack
         with an outdated receipt or of a duplicate copy changes nothing. Returns whether it
         took effect."""
-        msg = self._messages[delivery.message_id]
-        self._popped.pop(msg.id, None)  # pop-on-fetch: gone, nothing to give back
+        msg = self.messages[delivery.message_id]
+        self.popped.pop(msg.id, None)  # pop-on-fetch: gone, nothing to give back
         if delivery.duplicate or not (msg.state == "in_flight" and msg.receipt == delivery.receipt):
             return False
-        self._requeue(msg, consumer, delay_s, "")
+        self.requeue(msg, consumer, delay_s, "")
         return True
-
-    def _requeue(self, msg: _Message, actor: str, delay_s: float, detail: str) -> None:
-        """End the loan with a failure: count it, then requeue after ``delay_s`` or, past
-        ``max_attempts`` failures, dead-letter (or drop) the message."""
-        cfg = self.config
-        msg.state = "delayed"
-        msg.receipt += 1  # the loan is over; the in-flight timer must not fire
-        self._in_flight.pop(msg.id, None)
-        if detail != "worker_lost":  # broker requeues of a lost worker carry no counter [C-DISC]
-            msg.failures += 1
-        self.history.record("nacked", actor, message_id=msg.id, account_id=msg.job.account_id,
-                            cleanup_version=msg.job.cleanup_version, receive_count=msg.receive_count,
-                            deadline=msg.deadline_s, visible_at=self.env.now + delay_s, detail=detail)
-        if cfg.max_attempts and msg.failures >= cfg.max_attempts:
-            self._exhaust(msg, "max_attempts")
-        elif returned(self, msg):
-            pass  # past the delivery limit: exhausted
-        elif delay_s > 0:
-            self._at(delay_s, self._undelay, msg)
-        else:
-            self._make_visible(msg, head=cfg.requeue_at_head)
 
     def consumer_lost(self, consumer: str, executing: int | None = None, only: bool = False) -> None:
         """``consumer`` crashed while executing message ``executing`` (None: none), or with
@@ -206,18 +203,18 @@ class Queue:
         """The consumer ends the message of its current loan now (an error no retry can fix):
         to the dead-letter queue, or dropped when ``on_exhaustion`` is "drop". Returns
         whether it did (False: an outdated loan, or a popped message already gone)."""
-        msg = self._messages[delivery.message_id]
-        self._popped.pop(msg.id, None)
+        msg = self.messages[delivery.message_id]
+        self.popped.pop(msg.id, None)
         if delivery.duplicate or not (msg.state == "in_flight" and msg.receipt == delivery.receipt):
             return False
-        self._in_flight.pop(msg.id, None)
+        self.loans.pop(msg.id, None)
         msg.receipt += 1
-        self._exhaust(msg, reason)
+        self.exhaust(msg, reason)
         return True
 
     def lease_held(self, delivery: Delivery) -> bool:
         """Whether ``delivery``'s loan is still the current one and its lease has not lapsed."""
-        msg = self._messages[delivery.message_id]
+        msg = self.messages[delivery.message_id]
         return (msg.state == "in_flight" and msg.receipt == delivery.receipt
                 and msg.lease_until > self.env.now)
 
@@ -229,14 +226,14 @@ class Queue:
     def redrive(self, actor: str = "operator") -> int:
         """Move every dead-lettered message back to the queue with its receive count (and its
         failure and stall counts) reset, as SQS's redrive does. Returns how many moved."""
-        moved = [m for m in self._dlq if self._messages[m].state == "dlq"]  # retention may have taken some
+        moved = [m for m in self._dlq if self.messages[m].state == "dlq"]  # retention may have taken some
         self._dlq = []
         for mid in moved:
-            msg = self._messages[mid]
+            msg = self.messages[mid]
             msg.receive_count = msg.failures = msg.stalls = msg.returns = 0
             self._live += 1
-            self._log("redriven", actor, msg, 0)
-            self._make_visible(msg)
+            self.log("redriven", actor, msg, 0)
+            self.make_visible(msg)
         return len(moved)
 
     # --- observation -----------------------------------------------------------------------
@@ -244,12 +241,12 @@ class Queue:
     def idle(self) -> bool:
         """True when no message is delayed, visible or in flight, and no popped message is
         still being worked on (the DLQ may hold some)."""
-        return self._live == 0 and not self._popped
+        return self._live == 0 and not self.popped
 
     @property
     def dead_letter_queue(self) -> tuple[int, ...]:
         """Ids of the messages in the dead-letter queue, oldest first."""
-        return tuple(m for m in self._dlq if self._messages[m].state == "dlq")
+        return tuple(m for m in self._dlq if self.messages[m].state == "dlq")
 
     def holds(self, account_id: str, cleanup_version: int) -> bool:
         """Whether a message for this job is delayed, visible, in flight or dead-lettered."""
@@ -257,103 +254,93 @@ class Queue:
 
     def in_flight(self) -> list[int]:
         """Ids of the messages received and not yet acked, nacked or expired, ascending."""
-        return sorted(self._in_flight)
+        return sorted(self.loans)
 
-    # --- internals -------------------------------------------------------------------------
-    def _at(self, delay: float, fn, *args) -> None:
-        """Call ``fn(*args)`` ``delay`` virtual seconds from now (a SimPy timeout's callback)."""
-        ev = self.env.timeout(delay, getattr(fn, "__name__", "timer"))  # the name tells the budget who
+    # --- the interface its mechanisms use (see the class docstring) -------------------------
+    def at(self, delay_s: float, fn, *args) -> None:
+        """Call ``fn(*args)`` ``delay_s`` virtual seconds from now (a SimPy timeout's callback,
+        its value ``fn``'s name: the name tells the event budget who set it)."""
+        ev = self.env.timeout(delay_s, getattr(fn, "__name__", "timer"))
         ev.callbacks.append(lambda _e: fn(*args))
 
-    def _log(self, kind: str, actor: str, msg: _Message, rc: int | None, detail: str = "") -> None:
+    def log(self, kind: str, actor: str, msg: Message, rc: int | None, detail: str = "") -> None:
+        """Record ``kind`` by ``actor`` about ``msg`` (receive count ``rc``, None: none) with
+        ``detail``; a delivery or an ack is traffic for the recovery sweeps."""
         self.history.record(kind, actor, message_id=msg.id, account_id=msg.job.account_id,
                             cleanup_version=msg.job.cleanup_version, receive_count=rc,
                             deadline=msg.deadline_s, detail=detail)
         if self.recovery is not None and kind in ("delivered", "acked", "ack_stale"):
             self.recovery.traffic(actor)
 
-    def _undelay(self, msg: _Message) -> None:
-        if msg.state == "delayed":
-            self._make_visible(msg)
+    def requeue(self, msg: Message, actor: str, delay_s: float, detail: str) -> None:
+        """End the loan of ``msg`` with a failure by ``actor``: record "nacked" (``detail``),
+        count the failure (not for "worker_lost"), then requeue it after ``delay_s`` virtual
+        seconds or, past ``max_attempts`` failures or the delivery limit, exhaust it."""
+        cfg = self.config
+        msg.state = "delayed"
+        msg.receipt += 1  # the loan is over; the in-flight timer must not fire
+        self.loans.pop(msg.id, None)
+        if detail != "worker_lost":  # broker requeues of a lost worker carry no counter [C-DISC]
+            msg.failures += 1
+        self.history.record("nacked", actor, message_id=msg.id, account_id=msg.job.account_id,
+                            cleanup_version=msg.job.cleanup_version, receive_count=msg.receive_count,
+                            deadline=msg.deadline_s, visible_at=self.env.now + delay_s, detail=detail)
+        if cfg.max_attempts and msg.failures >= cfg.max_attempts:
+            self.exhaust(msg, "max_attempts")
+        elif returned(self, msg):
+            pass  # past the delivery limit: exhausted
+        elif delay_s > 0:
+            self.at(delay_s, self._undelay, msg)
+        else:
+            self.make_visible(msg, head=cfg.requeue_at_head)
 
-    def _make_visible(self, msg: _Message, head: bool = False) -> None:
+    def make_visible(self, msg: Message, head: bool = False) -> None:
+        """Put ``msg`` back on the shelf (at its head with ``head``), ending any loan of it,
+        and hand it out at once if a consumer waits."""
         msg.state = "visible"
-        self._in_flight.pop(msg.id, None)
+        self.loans.pop(msg.id, None)
         if head:
             self._ready.appendleft((msg.id, False))
         else:
             self._ready.append((msg.id, False))
-        self._dispatch()
+        self.dispatch()
 
-    def _exhaust(self, msg: _Message, reason: str) -> None:
-        """Out of deliveries, attempts or stalls: to the dead-letter queue, or dropped."""
+    def exhaust(self, msg: Message, reason: str) -> None:
+        """Out of deliveries, attempts or stalls (``reason``): to the dead-letter queue
+        ("dead_lettered"), or dropped ("dropped") when ``on_exhaustion`` is "drop". The
+        caller has ended its loan."""
         if self.config.on_exhaustion == "drop":
-            self._delete(msg)
-            self._log("dropped", "queue", msg, msg.receive_count, reason)
+            self.delete(msg)
+            self.log("dropped", "queue", msg, msg.receive_count, reason)
             return
         if msg.state not in ("deleted", "dlq"):
             self._live -= 1
         msg.state = "dlq"
         self._dlq.append(msg.id)
-        self._log("dead_lettered", "queue", msg, msg.receive_count, reason)
+        self.log("dead_lettered", "queue", msg, msg.receive_count, reason)
 
-    def _trim(self, newest: int) -> None:
-        """Append ``newest`` to the stream; trim the oldest entries past ``max_length``,
-        whatever their state (Redis XADD MAXLEN: a pending entry reads back as nil)."""
-        self._stream.append(newest)
-        while len(self._stream) > self.config.max_length:
-            msg = self._messages[self._stream.popleft()]
-            if trim_pending(self, msg):
-                continue
-            if msg.state != "deleted":
-                where = msg.state
-                self._delete(msg)
-                self._log("trimmed", "queue", msg, msg.receive_count, where)
-
-    def _retain(self, msg: _Message) -> None:
-        """Delete ``msg`` ``retention_s`` after now, wherever it is then. Messages are
-        published in time order and all kept equally long, so their retention instants come
-        in publish order: one timer runs at a time, for the oldest message (``_retention_due``),
-        instead of a timer per message held for the whole retention period."""
-        at = self.env.now + self.config.retention_s
-        self._retention.append((at, msg))
-        if len(self._retention) == 1:
-            self._at(self.config.retention_s, self._retention_due)
-
-    def _retention_due(self) -> None:
-        """The oldest retained message's instant: expire every message due now, in publish
-        order, then time the next one still held (deleted ones need no timer)."""
-        now, pending = self.env.now, self._retention
-        while pending and pending[0][0] <= now:
-            self._expire(pending.popleft()[1])
-        while pending and pending[0][1].state == "deleted":
-            pending.popleft()
-        if pending:
-            self._at(delay_until(now, pending[0][0]), self._retention_due)
-
-    def _expire(self, msg: _Message) -> None:
-        if msg.state == "deleted":
-            return
-        where = msg.state
-        self._delete(msg)
-        self._log("retention_expired", "queue", msg, msg.receive_count, where)
-
-    def _delete(self, msg: _Message) -> None:
-        self._in_flight.pop(msg.id, None)
+    def delete(self, msg: Message) -> None:
+        """``msg`` is gone for good, wherever it was (its loan ends); records nothing."""
+        self.loans.pop(msg.id, None)
         if msg.state not in ("deleted", "dlq"):
             self._live -= 1
         if msg.state != "deleted" and not msg.tombstone:  # a tombstone's job was counted gone at the trim
             self._held[(msg.job.account_id, msg.job.cleanup_version)] -= 1
         msg.state = "deleted"
 
-    def _dispatch(self) -> None:
+    def job_gone(self, msg: Message) -> None:
+        """The job of ``msg`` is gone though its id stays pending (a tombstone's body was
+        trimmed): ``holds`` no longer counts it, and its ``delete`` will not again."""
+        self._held[(msg.job.account_id, msg.job.cleanup_version)] -= 1
+
+    def dispatch(self) -> None:
         """Hand visible messages to waiting consumers, oldest first: skip shelf entries that
         went stale (expired, redelivered), dead-letter a message past its receive limit,
         start the visibility timer of a real delivery, and maybe queue a spurious copy."""
         cfg = self.config
-        while self._ready and self._has_getter():
+        while self._ready and self.waiting.any_reachable():
             mid, dup = self._ready.popleft()
-            msg = self._messages[mid]
+            msg = self.messages[mid]
             if dup:
                 if msg.state in ("deleted", "dlq"):
                     continue
@@ -363,43 +350,32 @@ class Queue:
                 if msg.state != "visible":
                     continue  # expired or redelivered meanwhile: a stale shelf entry
                 if cfg.max_receive_count and msg.receive_count >= cfg.max_receive_count:
-                    self._exhaust(msg, "max_receive_count")
+                    self.exhaust(msg, "max_receive_count")
                     continue
-                event, consumer = self._take_getter()
+                event, consumer = self.waiting.take()
                 lend(self, msg, consumer)
                 delivery = Delivery(mid, msg.job, msg.deadline_s, msg.receive_count, msg.receipt,
                                     self._next_number(), tombstone=msg.tombstone)
                 if cfg.redelivery == "none":  # pop-on-fetch: the queue forgets it now
-                    self._delete(msg)
-                    self._popped[mid] = consumer
-                    self._log("delivered", consumer, msg, delivery.receive_count, "pop_on_fetch")
+                    self.delete(msg)
+                    self.popped[mid] = consumer
+                    self.log("delivered", consumer, msg, delivery.receive_count, "pop_on_fetch")
                 else:
-                    self._log("delivered", consumer, msg, delivery.receive_count,
-                              "tombstone" if msg.tombstone else "")
+                    self.log("delivered", consumer, msg, delivery.receive_count,
+                             "tombstone" if msg.tombstone else "")
                 event.succeed(delivery)
                 self._maybe_duplicate(msg, delivery)
                 continue
-            event, consumer = self._take_getter()
-            self._log("delivered", consumer, msg, delivery.receive_count, "duplicate")
+            event, consumer = self.waiting.take()
+            self.log("delivered", consumer, msg, delivery.receive_count, "duplicate")
             event.succeed(delivery)
 
-    def _has_getter(self) -> bool:
-        """Whether a waiting consumer can be served now (one that can reach the queue)."""
-        if self.reachable is None:
-            return bool(self._getters)
-        return any(self.reachable(c) for _e, c in self._getters)
+    # --- internals -------------------------------------------------------------------------
+    def _undelay(self, msg: Message) -> None:
+        if msg.state == "delayed":
+            self.make_visible(msg)
 
-    def _take_getter(self) -> tuple[simpy.Event, str]:
-        """The oldest waiting consumer that can reach the queue, taken off the waiting line."""
-        if self.reachable is None:
-            return self._getters.popleft()
-        for i, (event, consumer) in enumerate(self._getters):
-            if self.reachable(consumer):
-                del self._getters[i]
-                return event, consumer
-        raise RuntimeError("no reachable consumer")  # _has_getter said there was one
-
-    def _maybe_duplicate(self, msg: _Message, delivery: Delivery) -> None:
+    def _maybe_duplicate(self, msg: Message, delivery: Delivery) -> None:
         cfg = self.config
         if delivery.number in self.forced_duplicates or (
                 cfg.duplicate_probability and self.rng.random() < cfg.duplicate_probability):

@@ -14,10 +14,10 @@ broker). ``queue.delivery_limit`` 0 means no limit (RabbitMQ's -1). Times: virtu
 
 from __future__ import annotations
 
-from acksim.world.queue.message import _Message
+from acksim.world.queue.message import Message
 
 
-def returned(q, msg: _Message) -> bool:
+def returned(q, msg: Message) -> bool:
     """Count one return of ``msg`` (its loan just ended without an ack). Past
     ``queue.delivery_limit`` returns the message is exhausted (dead-lettered, or dropped by
     ``on_exhaustion``, detail "delivery_limit") and True is returned: the caller must not
@@ -28,7 +28,7 @@ def returned(q, msg: _Message) -> bool:
     msg.returns += 1
     if msg.returns <= limit:
         return False
-    q._in_flight.pop(msg.id, None)
+    q.loans.pop(msg.id, None)
     msg.receipt += 1  # whatever loan it was on is over
-    q._exhaust(msg, "delivery_limit")
+    q.exhaust(msg, "delivery_limit")
     return True

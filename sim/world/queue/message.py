@@ -1,7 +1,7 @@
 """A queue's messages and their loans: the data the queue keeps and hands out.
 
 ``Delivery`` is what a consumer receives (one loan of one message, with its receipt);
-``_Message`` the queue's own record of a message (its state, receive count, current loan and
+``Message`` the queue's own record of a message (its state, receive count, current loan and
 lease); ``body_bytes`` the size a job's message body takes (checked against
 ``queue.max_message_bytes`` at publish, which raises ``MessageTooLarge``).
 """
@@ -34,7 +34,12 @@ class Delivery:
     tombstone: bool = False  # an id whose body was trimmed: no payload (acksim.world.queue.tombstones)
 
 
-class _Message:
+class Message:
+    """The queue's record of one message: ``state`` (delayed | visible | in_flight | dlq |
+    deleted), the counts of receives, failures, stalls and returns, and its current loan
+    (``receipt``, ``holder``, ``received_at`` and ``lease_until`` in virtual seconds). The
+    queue's mechanisms read and set these fields."""
+
     __slots__ = ("id", "job", "deadline_s", "state", "receive_count", "receipt", "sent_at", "holder",
                  "received_at", "lease_until", "orphaned", "stalls", "failures", "returns", "tombstone")
 

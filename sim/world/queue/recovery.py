@@ -61,7 +61,7 @@ class RecoverySweeps:
         """``consumer``'s process died now: its loans' holder stops heartbeating."""
         self._alive.discard(consumer)
         now = self.q.env.now
-        for msg in self.q._in_flight.values():
+        for msg in self.q.loans.values():
             if msg.holder == consumer and msg.id not in self._orphaned_at:
                 self._orphaned_at[msg.id] = (msg.receipt, now)
 
@@ -76,7 +76,7 @@ class RecoverySweeps:
             return
         self._pending = True
         self._last = now
-        self.q._at(0.0, self._sweep, actor)
+        self.q.at(0.0, self._sweep, actor)
 
     def _sweep(self, actor: str) -> None:
         q, cfg = self.q, self.q.config
@@ -84,7 +84,7 @@ class RecoverySweeps:
         self._pending = False
         due = []
         for mid, (receipt, died) in sorted(self._orphaned_at.items()):
-            msg = q._messages[mid]
+            msg = q.messages[mid]
             if msg.state != "in_flight" or msg.receipt != receipt:
                 del self._orphaned_at[mid]  # acked, expired, redelivered meanwhile
             elif now - died >= cfg.heartbeat_ttl_s:
@@ -92,7 +92,7 @@ class RecoverySweeps:
         for msg in due:
             del self._orphaned_at[msg.id]
             late = ":late" if now - msg.received_at > cfg.visibility_timeout_s else ""
-            q._log("visibility_expired", "queue", msg, msg.receive_count, f"recovered:{self.moment}{late}")
+            q.log("visibility_expired", "queue", msg, msg.receive_count, f"recovered:{self.moment}{late}")
             if not returned(q, msg):  # a lost worker's delivery requeued is a return (RMQ-QQ)
-                q._make_visible(msg, head=cfg.requeue_at_head)
+                q.make_visible(msg, head=cfg.requeue_at_head)
         q.history.record("recovery_sweep", actor, detail=f"{self.moment} recovered={len(due)}")

@@ -19,18 +19,18 @@ module: named, not imported.
 
 from __future__ import annotations
 
-from acksim.world.queue.message import Delivery, _Message
+from acksim.world.queue.message import Delivery, Message
 
 
-def trim_pending(q, msg: _Message) -> bool:
+def trim_pending(q, msg: Message) -> bool:
     """The length cap reached ``msg``: with ``queue.tombstones`` and ``msg`` in flight, keep
     its id pending as a tombstone, record "trimmed" ("in_flight:tombstone") and return True;
     otherwise return False (the caller deletes it)."""
     if not q.config.tombstones or msg.state != "in_flight":
         return False
     msg.tombstone = True
-    q._held[(msg.job.account_id, msg.job.cleanup_version)] -= 1  # its job is gone with the body
-    q._log("trimmed", "queue", msg, msg.receive_count, "in_flight:tombstone")
+    q.job_gone(msg)  # its job is gone with the body
+    q.log("trimmed", "queue", msg, msg.receive_count, "in_flight:tombstone")
     return True
 
 
@@ -38,11 +38,11 @@ def discard(q, delivery: Delivery, consumer: str) -> bool:
     """``consumer`` counts the tombstone ``delivery`` missing and removes its id from the
     PEL (no ack: nothing was done). Records "tombstone_discarded"; returns whether the
     entry was still pending on this loan."""
-    msg = q._messages[delivery.message_id]
+    msg = q.messages[delivery.message_id]
     if delivery.duplicate or not (msg.state == "in_flight" and msg.receipt == delivery.receipt):
         return False
-    q._delete(msg)
-    q._log("tombstone_discarded", consumer, msg, delivery.receive_count, "missing")
+    q.delete(msg)
+    q.log("tombstone_discarded", consumer, msg, delivery.receive_count, "missing")
     return True
 
 
