@@ -47,3 +47,18 @@ class LockNotAvailable(ConflictError):
 class TransactionAborted(StoreError):
     """A statement was sent in a PostgreSQL transaction that an earlier error aborted
     (SQLSTATE 25P02): only ``rollback()`` is possible."""
+
+
+class RetryLater(Exception):
+    """Raised by a processor to say "not now, retry this job later" (a rate limit, a
+    dependency down: HTTP 429 or 5xx in the design documents' words). Not an error of the
+    processor's own: the worker rolls the unit of work back and nacks the message, to come
+    back after ``delay_s`` virtual seconds (a Retry-After) or, when None, after the queue's
+    nack backoff; the receive limit and the dead-letter queue bound the retries. A scenario
+    may name other exception classes that mean the same (``workers.retryable_errors``)."""
+
+    def __init__(self, message: str = "retry later", delay_s: float | None = None) -> None:
+        super().__init__(message)
+        if delay_s is not None and not (0.0 <= delay_s <= 86_400.0):
+            raise ValueError(f"delay_s: must be 0 .. 86400 virtual seconds or None, got {delay_s!r}")
+        self.delay_s = delay_s

@@ -81,7 +81,7 @@ KINDS: tuple[str, ...] = (
     "dropped", "trimmed", "recovery_sweep", "tombstone_discarded",
     # workers
     "attempt_started", "crashed", "restarted", "tx_committed", "tx_rolled_back",
-    "processor_error", "lease_lost",
+    "processor_error", "lease_lost", "retry_requested",
     # committed effects (ground truth from the stores' write log)
     "cleanup_applied", "outbox_added",
     # account lifecycle (committed account state; cleanup_version and deadline are the new ones)

@@ -45,6 +45,7 @@ def counts(history: Sequence[Record]) -> dict[str, int]:
     out.update({
         "conflicts": conflicts,
         "processor_errors": kinds["processor_error"],
+        "retries_requested": kinds["retry_requested"],
         "acks": kinds["acked"],
         "acks_without_delete": kinds["ack_stale"],
         "nacks": kinds["nacked"],

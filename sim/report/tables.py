@@ -27,6 +27,7 @@ COUNT_MEANINGS: dict[str, str] = {
     "conflicts": "units of work rolled back on a conflict and retried (one job can have many: "
                  "SQLite's single writer makes them common)",
     "processor_errors": "exceptions of the processor's own",
+    "retries_requested": "times the processor asked for a retry (RetryLater, workers.retryable_errors): nacked",
     "acks": "acks that deleted their message",
     "acks_without_delete": "acks that came too late to delete (the message had moved on)",
     "nacks": "messages returned to the queue for a later retry",

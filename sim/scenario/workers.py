@@ -3,11 +3,14 @@ restarts and service time."""
 
 from __future__ import annotations
 
-from typing import Literal
+import re
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from acksim.scenario.base import DAY, _Section
+from acksim.scenario.base import DAY, Tupled, _Section
+
+_CLASS_NAME = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 
 class Workers(_Section):
@@ -28,7 +31,12 @@ class Workers(_Section):
     start-to-close timeout: crash kind "execution_timeout", ``acksim.world.actors.time_limits``).
     ``on_tombstone`` (``acksim.world.queue.tombstones``): a delivery with no payload (a trimmed
     entry's id) is counted missing and removed from the pending list ("count_missing"), or
-    acked as if done ("ack": a finding, ``ack_after_durable``)."""
+    acked as if done ("ack": a finding, ``ack_after_durable``). ``retryable_errors``: exception
+    classes (``module:Class``) that, like ``acksim.model.errors.RetryLater``, ask for a retry
+    rather than report a failure: the unit of work rolls back and the message is nacked (with
+    the exception's ``delay_s`` when it has one, else the queue's nack backoff), recorded as
+    ``retry_requested`` and counted, never a finding; the receive limit ends a job that
+    always asks."""
 
     count: int = Field(8, ge=1, le=1000)
     ack_policy: Literal["after_commit", "before_processing"] = "after_commit"
@@ -44,3 +52,19 @@ class Workers(_Section):
     # a hard limit per attempt, 0 = none (acksim.world.actors.time_limits: T-AF, A-CFG, GCT-TASK)
     execution_timeout_s: float = Field(0.0, ge=0.0, le=DAY)
     on_tombstone: Literal["count_missing", "ack"] = "count_missing"
+    retryable_errors: Annotated[tuple[str, ...], Tupled] = Field((), max_length=50)
+
+    @field_validator("retryable_errors")
+    @classmethod
+    def _class_names(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        bad = next((name for name in v if not _CLASS_NAME.fullmatch(name)), None)
+        if bad is not None:
+            raise ValueError(f"must name exception classes as module:Class (e.g. mypkg.errors:Throttled), got {bad!r}")
+        return v
+
+    def retryable(self, error: BaseException) -> bool:
+        """Whether ``error`` asks for a retry: an ``acksim.model.errors.RetryLater``, or an
+        instance of a class ``retryable_errors`` names (``module:Class``, matched by name
+        along its class hierarchy, so a class of any worker's process image matches)."""
+        names = {f"{c.__module__}:{c.__qualname__}" for c in type(error).__mro__}
+        return "acksim.model.errors:RetryLater" in names or any(n in names for n in self.retryable_errors)

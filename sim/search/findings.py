@@ -33,7 +33,7 @@ _TIMELINE_KINDS = {
     "published", "delivered", "crashed", "restarted", "tx_committed", "tx_rolled_back", "cleanup_applied",
     "outbox_added", "acked", "ack_stale", "nacked", "visibility_expired", "dead_lettered", "redriven",
     "retention_expired", "renewed", "extended", "term_rolled_over", "resubscribed", "account_deleted",
-    "account_updated", "processor_error", "reminder_sent", "deployment_started", "cron_run_skipped",
+    "account_updated", "processor_error", "retry_requested", "reminder_sent", "deployment_started", "cron_run_skipped",
     "publish_refused",
     # pauses, partitions, broker restarts
     "worker_paused", "worker_resumed", "partition_started", "partition_healed", "ack_failed", "broker_down",

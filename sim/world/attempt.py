@@ -230,6 +230,13 @@ def cleanup_attempt(port: WorkerPort, delivery):
             if attempt_no < workers.conflict_retries:
                 yield from port.backoff(rng.uniform(0.0, workers.conflict_backoff_s * 2 ** attempt_no))  # full jitter
                 continue
+        elif workers.retryable(error):  # "not now": a retry the processor asked for, not a failure
+            record_tx(record, "retry_requested", name, delivery, error_line(error))
+            if unit_of_work:
+                record_tx(record, "tx_rolled_back", name, delivery, "retry_requested")
+            if workers.ack_policy == "after_commit":
+                yield from _nack(port, delivery, getattr(error, "delay_s", None))
+            return
         else:
             record_tx(record, "processor_error", name, delivery, error_line(error))
             port.processor_failed(delivery, error)
@@ -260,10 +267,11 @@ def _ack(port: WorkerPort, delivery):
     port.ack(delivery)
 
 
-def _nack(port: WorkerPort, delivery):
-    """Give ``delivery`` back with the queue's backoff, after the ack's round trip."""
+def _nack(port: WorkerPort, delivery, delay_s: float | None = None):
+    """Give ``delivery`` back after the ack's round trip, to come back in ``delay_s`` virtual
+    seconds (a Retry-After) or, when None, after the queue's backoff."""
     yield from port.ack_latency()
-    port.nack(delivery, port.queue_config.nack_backoff(delivery.receive_count))
+    port.nack(delivery, port.queue_config.nack_backoff(delivery.receive_count) if delay_s is None else delay_s)
 
 
 def decision_attempt(port: WorkerPort, delivery, function: Callable, task, stores: dict, decision_type: type,
