@@ -29,6 +29,12 @@ def never_waits(session) -> bool:
     return conn is None or conn.execute("PRAGMA busy_timeout").fetchone() == (0,)
 
 
+@pytest.fixture(params=["sqlite", "memory"])
+def backend(request) -> str:
+    """SQLite's rules and its twin's (PostgreSQL's conflicts: ``test_postgres_store``)."""
+    return request.param
+
+
 @pytest.fixture
 def pair(make_db):
     db = make_db()

@@ -73,6 +73,9 @@ class SimPort:
     def sleep(self, seconds: float):
         return self._pass(seconds)
 
+    def wait_blocked(self, blocked):
+        return self.world.db_waits.wait(blocked)
+
     def work(self, seconds: float, where: str):
         if where == "start":
             yield self.env.timeout(seconds)
