@@ -5,9 +5,9 @@ BIN := $(VENV)/bin
 SCENARIO ?= scenarios/game-renewal.toml
 OUT ?= reports/game-renewal
 
-.PHONY: setup brokers run test test-nightly bench notebooks notebook-html clean
+.PHONY: setup brokers postgres run test test-nightly bench notebooks notebook-html clean
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed postgres
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,12 +22,17 @@ run: setup
 brokers:
 	@./tools/install-brokers.sh
 
+# The PostgreSQL of `stores.backend = "postgres"` (Debian's postgresql; apt-get as root, only when missing).
+postgres:
+	@./tools/install-postgres.sh
+
 # Live tests skip when a broker is missing (one line at the end says which, and how to install);
-# ACKSIM_REQUIRE_LIVE=1 (.ci/run) makes them fail instead. The suite runs on every core
+# ACKSIM_REQUIRE_LIVE=1 (.ci/run) makes them fail instead. PostgreSQL tests likewise skip
+# without PostgreSQL, and fail with ACKSIM_REQUIRE_POSTGRES=1 (.ci/run) or ACKSIM_REQUIRE_LIVE=1. The suite runs on every core
 # (pytest-xdist, one worker per logical CPU: about 9.5 minutes on 2 cores, 19 on one);
 # TEST_JOBS=0 runs it in this one process.
 TEST_JOBS ?= logical
-test: setup brokers
+test: setup brokers postgres
 	$(BIN)/python -m pytest -q -n $(TEST_JOBS)
 
 # The nightly strength: Hypothesis's large profile and the long queueing-theory runs (the M/M/c runs alone take about 17 minutes on 2 cores).

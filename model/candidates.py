@@ -52,6 +52,29 @@ def no_missing_account_check(job: CleanupJob, accounts, cleanup_store, outbox) -
     _clean_up_once(job, cleanup_store, outbox)
 
 
+def for_update(job: CleanupJob, accounts, cleanup_store, outbox) -> None:
+    """The reference with a locking read of the account (``SELECT ... FOR UPDATE``): no
+    renewal can commit between the checks and the commit, so it holds at read committed too."""
+    account = accounts.get(job.account_id, for_update=True)
+    if account is None or account.cleanup_version != job.cleanup_version or account.renewed:
+        return
+    _clean_up_once(job, cleanup_store, outbox)
+
+
+def conditional(job: CleanupJob, accounts, cleanup_store, outbox) -> None:
+    """The reference whose cleanup is a conditional write: the marker goes in only where the
+    account row still has this version and is not renewed, in one statement that locks the
+    row (``apply_if_current``), and the reminder only when it did."""
+    account = accounts.get(job.account_id)
+    if account is None or account.cleanup_version != job.cleanup_version or account.renewed:
+        return
+    if cleanup_store.was_applied(job.account_id, job.cleanup_version):
+        return
+    if cleanup_store.apply_if_current(account_id=job.account_id, cleanup_version=job.cleanup_version):
+        outbox.add_once(event_key=reminder_event_key(job.account_id, job.cleanup_version),
+                        account_id=job.account_id, cleanup_version=job.cleanup_version)
+
+
 def naive(job: CleanupJob, accounts, cleanup_store, outbox) -> None:
     """The naive processor of the incident scenarios: it sends the reminder before anything
     else (under its autocommit design the outbox row is out at once, a side effect before
@@ -106,5 +129,13 @@ CANDIDATES: dict[str, Candidate] = {
     "read-committed": Candidate(
         process, "no_cleanup_after_renewal",
         "read committed isolation: a renewal committing between the read and the write goes unseen",
+        {"stores": {"backend": "memory", "isolation": "read_committed"}}),
+    "reference-for-update": Candidate(
+        for_update, None,
+        "the reference with a locking read of the account: read committed is enough (and any stricter level)",
+        {"stores": {"backend": "memory", "isolation": "read_committed"}}),
+    "reference-conditional": Candidate(
+        conditional, None,
+        "the reference whose cleanup is a conditional write on the account row: read committed is enough",
         {"stores": {"backend": "memory", "isolation": "read_committed"}}),
 }

@@ -29,6 +29,26 @@ class TransactionStateError(StoreError):
     """``begin`` inside a transaction, or ``commit``/``rollback`` outside one."""
 
 
+class SerializationFailure(ConflictError):
+    """PostgreSQL could not serialize this transaction with a concurrent one (SQLSTATE 40001:
+    a repeatable read or serializable transaction that read what another one changed)."""
+
+
+class DeadlockDetected(ConflictError):
+    """This transaction was chosen as the victim of a lock cycle (acksim breaks PostgreSQL
+    deadlocks itself, cancelling the youngest transaction of the cycle; or SQLSTATE 40P01)."""
+
+
+class LockNotAvailable(ConflictError):
+    """A statement waits on a row lock where its caller cannot wait (a harness actor with
+    nowhere to park): the statement was cancelled; roll back and retry."""
+
+
+class TransactionAborted(StoreError):
+    """A statement was sent in a PostgreSQL transaction that an earlier error aborted
+    (SQLSTATE 25P02): only ``rollback()`` is possible."""
+
+
 class RetryLater(Exception):
     """Raised by a processor to say "not now, retry this job later" (a rate limit, a
     dependency down: HTTP 429 or 5xx in the design documents' words). Not an error of the

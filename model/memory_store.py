@@ -14,18 +14,21 @@ commit happened after its snapshot. A commit that changed no row does not count 
 (SQLite writes nothing to the WAL then), so it makes no snapshot stale.
 
 ``isolation="read_committed"``: every read sees the latest committed state plus own writes;
-writes take no lock and are applied atomically at commit, where a unique marker or outbox
-key committed meanwhile by another session raises ``UniqueViolation`` (the transaction stays
-open for ``rollback()``).
+writes are applied atomically at commit, where a unique marker or outbox key committed
+meanwhile by another session raises ``UniqueViolation`` (the transaction stays open for
+``rollback()``). An account's row lock is taken by a write of it (``put``, ``delete``), a
+locking read (``get(..., for_update=True)``) and the conditional write
+(``apply_if_current``), and held until the transaction ends; a session that needs a row
+another one has locked gets ``BusyError`` at once (where PostgreSQL would wait).
+At serializable, the locking read and the conditional write take the write lock.
 
 Outside ``begin()`` each store call is a one-statement transaction (autocommit).
 """
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime
 
 from sortedcontainers import SortedList
 
@@ -38,83 +41,8 @@ from acksim.model.errors import (
 )
 from acksim.model.job import Account
 from acksim.model.store_api import DbOptions, OpenSessions, OutboxEvent, Write
-
-_UTC = timezone.utc
-
-
-def _utc(when: datetime, what: str) -> datetime:
-    """``when`` as a UTC datetime (ValueError if naive)."""
-    if when.tzinfo is None or when.utcoffset() is None:
-        raise ValueError(f"{what} must be a timezone-aware datetime, got naive {when!r}")
-    return when if when.tzinfo is _UTC else when.astimezone(_UTC)
-
-
-class _Versioned:
-    """key -> its latest committed ``(commit number, value)`` (``last``), and, only for keys
-    whose older values an open snapshot may still need, key -> those older entries, oldest first
-    (``older``); ``None`` means absent. Most keys have no older entry, so they cost one tuple
-    rather than a list and a tuple (a long run holds millions of keys)."""
-
-    __slots__ = ("last", "older")
-
-    def __init__(self) -> None:
-        self.last: dict = {}
-        self.older: dict = {}
-
-    def at(self, key, snap: int):
-        """The value of ``key`` as of commit ``snap`` (None if absent then)."""
-        entry = self.last.get(key)
-        if entry is None:
-            return None
-        if entry[0] <= snap:
-            return entry[1]
-        for number, value in reversed(self.older.get(key, ())):
-            if number <= snap:
-                return value
-        return None
-
-    def latest(self, key):
-        """The latest committed value of ``key`` (None if absent)."""
-        entry = self.last.get(key)
-        return None if entry is None else entry[1]
-
-    def items_at(self, snap: int):
-        """(key, value) of every key present at ``snap``, in first-insertion order."""
-        older = self.older
-        for key, (number, value) in self.last.items():
-            if number > snap:
-                value = None
-                for number, old in reversed(older.get(key, ())):
-                    if number <= snap:
-                        value = old
-                        break
-            if value is not None:
-                yield key, value
-
-    def install(self, key, value, number: int, horizon: int) -> None:
-        """Record ``value`` at commit ``number``; drop entries no snapshot >= ``horizon`` needs
-        (the newest entry at or before ``horizon`` and every later one are kept)."""
-        last = self.last
-        previous = last.get(key)
-        if previous is None:
-            if value is not None:
-                last[key] = (number, value)
-            return
-        if number <= horizon:  # no open snapshot older than this commit: the new entry alone
-            self.older.pop(key, None)
-            if value is None:
-                del last[key]
-            else:
-                last[key] = (number, value)
-            return
-        h = self.older.get(key)
-        h = [*h, previous] if h else [previous]
-        keep = len(h) - 1
-        while keep > 0 and h[keep][0] > horizon:
-            keep -= 1
-        self.older[key] = h[keep:]
-        last[key] = (number, value)
-
+from acksim.model.memory_tables import MemoryAccounts, MemoryCleanupStore, MemoryOutbox
+from acksim.model.versioned import Versioned
 
 class MemoryDatabase:
     """An in-memory database shared by sessions; ``options`` as in ``DbOptions``."""
@@ -125,11 +53,12 @@ class MemoryDatabase:
         self.options = options
         self._commit_no = 0
         self._writer: MemorySession | None = None
+        self._row_locks: dict[str, MemorySession] = {}  # read committed: account id -> holder
         self._snaps: dict[MemorySession, int] = {}  # open transactions' snapshots
         self._sessions = OpenSessions()
-        self._accounts = _Versioned()  # account_id -> Account
-        self._markers = _Versioned()  # (account_id, version) -> row count
-        self._outbox = _Versioned()  # seq -> OutboxEvent
+        self._accounts = Versioned()  # account_id -> Account
+        self._markers = Versioned()  # (account_id, version) -> row count
+        self._outbox = Versioned()  # seq -> OutboxEvent
         self._keys: dict[str, tuple[int, ...]] = {}  # event_key -> seqs of committed rows
         self._pending: dict[int, None] = {}  # latest pending seqs, ascending
         # latest due candidates, sorted: O(log n) per change, where a list's insort and del
@@ -211,6 +140,7 @@ class MemorySession:
         self._in_tx = False
         self._snap: int | None = None
         self._lock = False
+        self._rows_locked: list[str] = []
         self._log: list[Write] = []
         self._auto: list[Write] = []
         self._acc: dict[str, Account | None] = {}
@@ -276,6 +206,9 @@ class MemorySession:
         if self._lock:
             db._writer = None
             self._lock = False
+        for account_id in self._rows_locked:
+            del db._row_locks[account_id]
+        self._rows_locked = []
         db._snaps.pop(self, None)
         self._in_tx = False
         self._snap = None
@@ -314,6 +247,22 @@ class MemorySession:
             if self._snap is None:
                 self._snap = db._snaps[self] = db._commit_no
         return self._snap
+
+    def _lock_row(self, account_id: str) -> int:
+        """Lock the account's row for this transaction (read committed; ``BusyError`` when
+        another session holds it) or, at serializable, take the write lock (``_write``);
+        returns the commit number writes build on."""
+        if not self._rc:
+            return self._write()
+        self._check_open()
+        locks = self._db._row_locks
+        holder = locks.get(account_id)
+        if holder is None:
+            locks[account_id] = self
+            self._rows_locked.append(account_id)
+        elif holder is not self:
+            raise BusyError(f"account {account_id!r} is locked by another session's transaction")
+        return self._db._commit_no
 
     def _autocommit(self, method, *args, **kwargs):
         """Run one store call as its own transaction."""
@@ -357,184 +306,3 @@ class MemorySession:
         base = self._db._max_seq
         events.extend(OutboxEvent(base + i, *row) for i, row in enumerate(self._new, 1))
         return events
-
-
-class MemoryAccounts:
-    """Accounts of one session (see ``acksim.model.store_api.Accounts``)."""
-
-    def __init__(self, session: MemorySession) -> None:
-        self._s = session
-
-    def get(self, account_id: str) -> Account | None:
-        """The account visible to this session, or None."""
-        s = self._s
-        return s._account(account_id, s._read())
-
-    def put(self, account: Account) -> None:
-        """Insert or replace ``account`` (deadline converted to UTC; ValueError if naive).
-        Logs "account_put" unless the visible account was already identical."""
-        s = self._s
-        if not s._in_tx:
-            return s._autocommit(self.put, account)
-        deadline = _utc(account.deadline, "deadline")
-        account = Account(account.account_id, account.cleanup_version, bool(account.renewed),
-                          deadline)
-        snap = s._write()
-        if s._account(account.account_id, snap) != account:
-            s._acc[account.account_id] = account
-            s._log.append(Write("account_put", account.account_id, account=account))
-
-    def delete(self, account_id: str) -> bool:
-        """Delete the account; True iff it existed (then logs "account_deleted")."""
-        s = self._s
-        if not s._in_tx:
-            return s._autocommit(self.delete, account_id)
-        snap = s._write()
-        if s._account(account_id, snap) is None:
-            return False
-        s._acc[account_id] = None
-        s._log.append(Write("account_deleted", account_id))
-        return True
-
-    def due(self, now: datetime, limit: int) -> list[Account]:
-        """Up to ``limit`` accounts with deadline <= ``now`` (aware datetime), not renewed and
-        with no marker for their current version, ordered by (deadline, account_id)."""
-        if limit < 0:
-            raise ValueError(f"limit={limit}: must be >= 0")
-        now = _utc(now, "now")
-        s = self._s
-        snap = s._read()
-        db = s._db
-        if snap == db._commit_no and not s._acc and not s._mk:  # fast path: latest state
-            result = []
-            for deadline, account_id in db._latest_due():
-                if deadline > now or len(result) == limit:
-                    break
-                result.append(db._accounts.latest(account_id))
-            return result
-        candidates = (
-            a for a in self._visible(snap)
-            if a.deadline <= now and not a.renewed
-            and not s._marker_count((a.account_id, a.cleanup_version), snap)
-        )
-        return heapq.nsmallest(limit, candidates, key=lambda a: (a.deadline, a.account_id))
-
-    def all(self) -> list[Account]:
-        """Every account, ordered by account_id."""
-        return sorted(self._visible(self._s._read()), key=lambda a: a.account_id)
-
-    def _visible(self, snap: int):
-        s = self._s
-        committed = s._db._accounts.items_at(snap)
-        if not s._acc:
-            return (account for _, account in committed)
-        merged = dict(committed)
-        merged.update(s._acc)
-        return (account for account in merged.values() if account is not None)
-
-
-class MemoryCleanupStore:
-    """Cleanup markers of one session (see ``acksim.model.store_api.CleanupStore``)."""
-
-    def __init__(self, session: MemorySession) -> None:
-        self._s = session
-
-    def was_applied(self, account_id: str, cleanup_version: int) -> bool:
-        """True iff a marker row for (account_id, cleanup_version) is visible."""
-        s = self._s
-        return s._marker_count((account_id, cleanup_version), s._read()) > 0
-
-    def apply_once(self, *, account_id: str, cleanup_version: int) -> bool:
-        """Add the marker; True iff a row was added (always, without unique markers).
-        Logs "cleanup_applied" when added."""
-        s = self._s
-        if not s._in_tx:
-            return s._autocommit(
-                self.apply_once, account_id=account_id, cleanup_version=cleanup_version
-            )
-        key = (account_id, cleanup_version)
-        snap = s._write()
-        if s._unique_markers and s._marker_count(key, snap):
-            return False
-        s._mk[key] = s._mk.get(key, 0) + 1
-        s._log.append(Write("cleanup_applied", account_id, cleanup_version))
-        return True
-
-    def markers(self) -> list[tuple[str, int]]:
-        """Every marker row as (account_id, cleanup_version), sorted, duplicates kept."""
-        s = self._s
-        counts = dict(s._db._markers.items_at(s._read()))
-        for key, added in s._mk.items():
-            counts[key] = counts.get(key, 0) + added
-        return [key for key in sorted(counts) for _ in range(counts[key])]
-
-
-class MemoryOutbox:
-    """Outbox events of one session (see ``acksim.model.store_api.Outbox``)."""
-
-    def __init__(self, session: MemorySession) -> None:
-        self._s = session
-
-    def add_once(self, *, event_key: str, account_id: str, cleanup_version: int) -> bool:
-        """Add a pending event; True iff a row was added (always, without unique keys).
-        Logs "outbox_added" when added."""
-        s = self._s
-        if not s._in_tx:
-            return s._autocommit(self.add_once, event_key=event_key, account_id=account_id,
-                                 cleanup_version=cleanup_version)
-        snap = s._write()
-        if s._unique_keys and self._has_key(event_key, snap):
-            return False
-        s._new.append([event_key, account_id, cleanup_version, "pending"])
-        s._log.append(Write("outbox_added", account_id, cleanup_version, event_key))
-        return True
-
-    def pending(self, limit: int) -> list[OutboxEvent]:
-        """Up to ``limit`` pending events, ordered by seq."""
-        if limit < 0:
-            raise ValueError(f"limit={limit}: must be >= 0")
-        s = self._s
-        snap = s._read()
-        db = s._db
-        if snap == db._commit_no and not s._status and not s._new:
-            seqs = db._pending
-            return [db._outbox.latest(seq) for seq, _ in zip(seqs, range(limit))]
-        return [e for e in s._events(snap) if e.status == "pending"][:limit]
-
-    def mark_sent(self, event_key: str, seq: int | None = None) -> None:
-        """Set status "sent" on every row with ``event_key`` (no-op if none), or with ``seq``
-        only on the committed row of that seq (a relay that sends row by row); logs
-        "outbox_sent" per row whose status changed."""
-        self._mark(event_key, "sent", "outbox_sent", seq)
-
-    def mark_failed(self, event_key: str, seq: int | None = None) -> None:
-        """Set status "failed" likewise; logs "outbox_failed" per changed row."""
-        self._mark(event_key, "failed", "outbox_failed", seq)
-
-    def events(self) -> list[OutboxEvent]:
-        """Every event, ordered by seq."""
-        s = self._s
-        return s._events(s._read())
-
-    def _has_key(self, event_key: str, snap: int) -> bool:
-        s = self._s
-        if any(s._db._outbox.at(seq, snap) for seq in s._db._keys.get(event_key, ())):
-            return True
-        return any(row[0] == event_key for row in s._new)
-
-    def _mark(self, event_key: str, status: str, kind: str, only: int | None = None) -> None:
-        s = self._s
-        if not s._in_tx:
-            return s._autocommit(self._mark, event_key, status, kind, only)
-        snap = s._write()
-        for seq in s._db._keys.get(event_key, ()):
-            if only is not None and seq != only:
-                continue
-            event = s._db._outbox.at(seq, snap)
-            if event is not None and s._status.get(seq, event.status) != status:
-                s._status[seq] = status
-                s._log.append(Write(kind, event.account_id, event.cleanup_version, event_key))
-        for row in s._new if only is None else ():  # rows of this transaction have no seq yet
-            if row[0] == event_key and row[3] != status:
-                row[3] = status
-                s._log.append(Write(kind, row[1], row[2], event_key))

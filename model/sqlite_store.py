@@ -8,30 +8,28 @@ this transaction's read snapshot is stale and it tries to write). SQLite transac
 serializable: a deferred ``BEGIN`` takes its snapshot at the first statement, and the first
 write takes the database-wide write lock.
 
-Writes are guarded so that a statement which would not change a row (an ignored duplicate
-insert, a put of an identical account, a status already set, a delete of a missing row)
-changes nothing on disk and logs no ``Write``; it still takes the write lock, as any SQLite
-write statement does. ``deadline`` is stored as INTEGER microseconds since the Unix epoch
-(UTC), which orders correctly and round-trips a ``datetime`` exactly.
+The stores are ``acksim.model.sql_stores``' over this module's SQL. A statement which would
+not change a row changes nothing on disk and logs no ``Write``; it still takes the write lock,
+as any SQLite write statement does. A locking read (``get(..., for_update=True)``) and the
+conditional write (``apply_if_current``) inside a transaction first take the write lock with a
+write that changes nothing: SQLite is serializable anyway, so that is all they add (a
+concurrent writer gets ``BusyError``, a stale snapshot ``BusySnapshotError``, at once).
+``deadline`` is stored as INTEGER microseconds since the Unix epoch (UTC).
 """
 
 from __future__ import annotations
 
 import sqlite3
-from datetime import datetime, timedelta, timezone
 
 from acksim.model.errors import (
     BusyError,
     BusySnapshotError,
     StoreError,
-    TransactionStateError,
     UniqueViolation,
 )
-from acksim.model.job import Account
-from acksim.model.store_api import DbOptions, OpenSessions, OutboxEvent, Write
+from acksim.model.sql_stores import SqlSession, Statements
+from acksim.model.store_api import DbOptions, OpenSessions
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
-_MICROSECOND = timedelta(microseconds=1)
 _SQLITE_BUSY = 5
 _SQLITE_BUSY_SNAPSHOT = 517  # SQLITE_BUSY | (2 << 8)
 
@@ -60,56 +58,47 @@ CREATE {outbox_unique} INDEX IF NOT EXISTS outbox_key ON outbox(event_key);
 CREATE INDEX IF NOT EXISTS outbox_pending ON outbox(seq) WHERE status = 'pending';
 """
 
-_GET = "SELECT account_id, cleanup_version, renewed, deadline FROM accounts WHERE account_id = ?"
-_PUT = (
-    "INSERT INTO accounts(account_id, cleanup_version, renewed, deadline) VALUES (?, ?, ?, ?)"
-    " ON CONFLICT(account_id) DO UPDATE SET cleanup_version = excluded.cleanup_version,"
-    " renewed = excluded.renewed, deadline = excluded.deadline"
-    " WHERE cleanup_version IS NOT excluded.cleanup_version"
-    " OR renewed IS NOT excluded.renewed OR deadline IS NOT excluded.deadline"
-)
-_DELETE = "DELETE FROM accounts WHERE account_id = ?"
-_DUE = (
-    "SELECT account_id, cleanup_version, renewed, deadline FROM accounts AS a"
-    " WHERE renewed = 0 AND deadline <= ? AND NOT EXISTS (SELECT 1 FROM cleanup_markers AS m"
-    " WHERE m.account_id = a.account_id AND m.cleanup_version = a.cleanup_version)"
-    " ORDER BY deadline, account_id LIMIT ?"
-)
-_ALL = "SELECT account_id, cleanup_version, renewed, deadline FROM accounts ORDER BY account_id"
-_WAS_APPLIED = "SELECT 1 FROM cleanup_markers WHERE account_id = ? AND cleanup_version = ? LIMIT 1"
-_APPLY_UNIQUE = "INSERT OR IGNORE INTO cleanup_markers(account_id, cleanup_version) VALUES (?, ?)"
-_APPLY_PLAIN = "INSERT INTO cleanup_markers(account_id, cleanup_version) VALUES (?, ?)"
-_MARKERS = (
-    "SELECT account_id, cleanup_version FROM cleanup_markers"
-    " ORDER BY account_id, cleanup_version"
-)
-_ADD_UNIQUE = (
-    "INSERT OR IGNORE INTO outbox(event_key, account_id, cleanup_version) VALUES (?, ?, ?)"
-)
-_ADD_PLAIN = "INSERT INTO outbox(event_key, account_id, cleanup_version) VALUES (?, ?, ?)"
+_ACCOUNT_COLUMNS = "account_id, cleanup_version, renewed, deadline"
 _EVENT_COLUMNS = "seq, event_key, account_id, cleanup_version, status"
-_PENDING = f"SELECT {_EVENT_COLUMNS} FROM outbox WHERE status = 'pending' ORDER BY seq LIMIT ?"
-_EVENTS = f"SELECT {_EVENT_COLUMNS} FROM outbox ORDER BY seq"
-_MARK = (
-    "UPDATE outbox SET status = ? WHERE event_key = ? AND status <> ?"
-    " RETURNING seq, account_id, cleanup_version"
-)
-_MARK_ROW = (
-    "UPDATE outbox SET status = ? WHERE event_key = ? AND seq = ? AND status <> ?"
-    " RETURNING seq, account_id, cleanup_version"
-)
 
 
-def _to_us(when: datetime, what: str) -> int:
-    """Microseconds since the Unix epoch of a timezone-aware datetime (ValueError if naive)."""
-    if when.tzinfo is None or when.utcoffset() is None:
-        raise ValueError(f"{what} must be a timezone-aware datetime, got naive {when!r}")
-    return (when - _EPOCH) // _MICROSECOND
-
-
-def _account(row: tuple) -> Account:
-    account_id, version, renewed, deadline_us = row
-    return Account(account_id, version, bool(renewed), _EPOCH + timedelta(microseconds=deadline_us))
+def _statements(options: DbOptions) -> Statements:
+    """This backend's SQL for ``options`` (unique or plain inserts)."""
+    ignore = " OR IGNORE" if options.unique_markers else ""
+    get = f"SELECT {_ACCOUNT_COLUMNS} FROM accounts WHERE account_id = ?"
+    return Statements(
+        get=get,
+        get_for_update=get,
+        lock_first="UPDATE accounts SET renewed = renewed WHERE 0",  # takes the write lock, changes nothing
+        put=(
+            "INSERT INTO accounts(account_id, cleanup_version, renewed, deadline) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT(account_id) DO UPDATE SET cleanup_version = excluded.cleanup_version,"
+            " renewed = excluded.renewed, deadline = excluded.deadline"
+            " WHERE cleanup_version IS NOT excluded.cleanup_version"
+            " OR renewed IS NOT excluded.renewed OR deadline IS NOT excluded.deadline"),
+        delete="DELETE FROM accounts WHERE account_id = ?",
+        due=(
+            f"SELECT {_ACCOUNT_COLUMNS} FROM accounts AS a"
+            " WHERE renewed = 0 AND deadline <= ? AND NOT EXISTS (SELECT 1 FROM cleanup_markers AS m"
+            " WHERE m.account_id = a.account_id AND m.cleanup_version = a.cleanup_version)"
+            " ORDER BY deadline, account_id LIMIT ?"),
+        all=f"SELECT {_ACCOUNT_COLUMNS} FROM accounts ORDER BY account_id",
+        was_applied="SELECT 1 FROM cleanup_markers WHERE account_id = ? AND cleanup_version = ? LIMIT 1",
+        apply=f"INSERT{ignore} INTO cleanup_markers(account_id, cleanup_version) VALUES (?, ?)",
+        apply_if_current=(
+            f"INSERT{ignore} INTO cleanup_markers(account_id, cleanup_version)"
+            " SELECT account_id, cleanup_version FROM accounts"
+            " WHERE account_id = ? AND cleanup_version = ? AND renewed = 0"),
+        markers="SELECT account_id, cleanup_version FROM cleanup_markers ORDER BY account_id, cleanup_version",
+        add=(f"INSERT{' OR IGNORE' if options.unique_outbox_keys else ''}"
+             " INTO outbox(event_key, account_id, cleanup_version) VALUES (?, ?, ?)"),
+        pending=f"SELECT {_EVENT_COLUMNS} FROM outbox WHERE status = 'pending' ORDER BY seq LIMIT ?",
+        events=f"SELECT {_EVENT_COLUMNS} FROM outbox ORDER BY seq",
+        mark=("UPDATE outbox SET status = ? WHERE event_key = ? AND status <> ?"
+              " RETURNING seq, account_id, cleanup_version"),
+        mark_row=("UPDATE outbox SET status = ? WHERE event_key = ? AND seq = ? AND status <> ?"
+                  " RETURNING seq, account_id, cleanup_version"),
+    )
 
 
 def translate_error(exc: sqlite3.Error) -> Exception:
@@ -144,6 +133,7 @@ class SqliteDatabase:
             raise ValueError(f"path={path!r}: the sqlite backend needs a database file path")
         self.path = path
         self.options = options
+        self.statements = _statements(options)
         self._sessions = OpenSessions()
         conn = _connect(path)
         try:
@@ -184,60 +174,18 @@ def _check_unique(conn: sqlite3.Connection, table: str, wanted: bool, field: str
         )
 
 
-class SqliteSession:
-    """One connection: the three stores plus the unit of work spanning them.
+class SqliteSession(SqlSession):
+    """One connection: the three stores plus the unit of work spanning them
+    (``acksim.model.sql_stores.SqlSession``). ``begin()`` starts a deferred transaction.
 
     Store calls raise ``BusyError`` / ``BusySnapshotError`` (from the call that hit the
     conflict, never blocking); after one, the transaction stays open until ``rollback()``.
-    ``commit()`` returns the ``Write`` tuple of the transaction; writes made outside a
-    transaction (autocommit) accumulate for ``take_autocommitted()``.
     """
 
     def __init__(self, database: SqliteDatabase) -> None:
         self._database = database
         self._conn = _connect(database.path)
-        self._in_tx = False
-        self._log: list[Write] = []
-        self._auto: list[Write] = []
-        self.accounts = SqliteAccounts(self)
-        self.cleanup_store = SqliteCleanupStore(self)
-        self.outbox = SqliteOutbox(self)
-
-    @property
-    def in_transaction(self) -> bool:
-        """True between ``begin()`` and the ``commit()``/``rollback()`` that ends it."""
-        return self._in_tx
-
-    def begin(self) -> None:
-        """Start a deferred transaction (TransactionStateError if one is open)."""
-        if self._in_tx:
-            raise TransactionStateError("begin() inside a transaction")
-        self._exec("BEGIN")
-        self._in_tx = True
-
-    def commit(self) -> tuple[Write, ...]:
-        """Commit; return the transaction's writes. On a conflict raise it, keep it open."""
-        if not self._in_tx:
-            raise TransactionStateError("commit() outside a transaction")
-        self._exec("COMMIT")
-        writes = tuple(self._log)
-        self._in_tx = False
-        self._log = []
-        return writes
-
-    def rollback(self) -> None:
-        """Roll back and discard the transaction's writes (TransactionStateError if none)."""
-        if not self._in_tx:
-            raise TransactionStateError("rollback() outside a transaction")
-        self._in_tx = False
-        self._log = []
-        if self._conn.in_transaction:
-            self._exec("ROLLBACK")
-
-    def take_autocommitted(self) -> tuple[Write, ...]:
-        """Return and clear the writes committed outside explicit transactions."""
-        writes, self._auto = tuple(self._auto), []
-        return writes
+        self._open(database.statements)
 
     def close(self) -> None:
         """Roll back any open transaction and close the connection (idempotent)."""
@@ -245,6 +193,16 @@ class SqliteSession:
         self._log = []
         self._conn.close()
         self._database._sessions.discard(self)
+
+    def _begin_tx(self) -> None:
+        self._exec("BEGIN")
+
+    def _commit_tx(self) -> None:
+        self._exec("COMMIT")
+
+    def _rollback_tx(self) -> None:
+        if self._conn.in_transaction:
+            self._exec("ROLLBACK")
 
     def _exec(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
         try:
@@ -258,109 +216,5 @@ class SqliteSession:
         except sqlite3.Error as exc:
             raise translate_error(exc) from exc
 
-    def _logged(self, write: Write) -> None:
-        (self._log if self._in_tx else self._auto).append(write)
-
-
-class SqliteAccounts:
-    """The ``accounts`` table of one session (see ``acksim.model.store_api.Accounts``)."""
-
-    def __init__(self, session: SqliteSession) -> None:
-        self._s = session
-
-    def get(self, account_id: str) -> Account | None:
-        """The account visible to this session, or None."""
-        rows = self._s._rows(_GET, (account_id,))
-        return _account(rows[0]) if rows else None
-
-    def put(self, account: Account) -> None:
-        """Insert or replace ``account`` (ValueError for a naive deadline). Logs
-        "account_put" unless the stored row was already identical."""
-        row = (account.account_id, account.cleanup_version, int(account.renewed),
-               _to_us(account.deadline, "deadline"))
-        if self._s._exec(_PUT, row).rowcount:
-            self._s._logged(Write("account_put", account.account_id, account=_account(row)))
-
-    def delete(self, account_id: str) -> bool:
-        """Delete the account; True iff a row was deleted (then logs "account_deleted")."""
-        if self._s._exec(_DELETE, (account_id,)).rowcount:
-            self._s._logged(Write("account_deleted", account_id))
-            return True
-        return False
-
-    def due(self, now: datetime, limit: int) -> list[Account]:
-        """Up to ``limit`` accounts with deadline <= ``now`` (aware datetime), not renewed and
-        with no marker for their current version, ordered by (deadline, account_id)."""
-        if limit < 0:
-            raise ValueError(f"limit={limit}: must be >= 0")
-        return [_account(r) for r in self._s._rows(_DUE, (_to_us(now, "now"), limit))]
-
-    def all(self) -> list[Account]:
-        """Every account, ordered by account_id."""
-        return [_account(r) for r in self._s._rows(_ALL)]
-
-
-class SqliteCleanupStore:
-    """The ``cleanup_markers`` table of one session (see ``acksim.model.store_api.CleanupStore``)."""
-
-    def __init__(self, session: SqliteSession) -> None:
-        self._s = session
-        self._apply = _APPLY_UNIQUE if session._database.options.unique_markers else _APPLY_PLAIN
-
-    def was_applied(self, account_id: str, cleanup_version: int) -> bool:
-        """True iff a marker row for (account_id, cleanup_version) is visible."""
-        return bool(self._s._rows(_WAS_APPLIED, (account_id, cleanup_version)))
-
-    def apply_once(self, *, account_id: str, cleanup_version: int) -> bool:
-        """Insert the marker; True iff a row was inserted (always, without unique markers).
-        Logs "cleanup_applied" when inserted."""
-        if self._s._exec(self._apply, (account_id, cleanup_version)).rowcount:
-            self._s._logged(Write("cleanup_applied", account_id, cleanup_version))
-            return True
-        return False
-
-    def markers(self) -> list[tuple[str, int]]:
-        """Every marker row as (account_id, cleanup_version), sorted, duplicates kept."""
-        return self._s._rows(_MARKERS)
-
-
-class SqliteOutbox:
-    """The ``outbox`` table of one session (see ``acksim.model.store_api.Outbox``)."""
-
-    def __init__(self, session: SqliteSession) -> None:
-        self._s = session
-        self._add = _ADD_UNIQUE if session._database.options.unique_outbox_keys else _ADD_PLAIN
-
-    def add_once(self, *, event_key: str, account_id: str, cleanup_version: int) -> bool:
-        """Insert a pending event; True iff a row was inserted (always, without unique keys).
-        Logs "outbox_added" when inserted."""
-        if self._s._exec(self._add, (event_key, account_id, cleanup_version)).rowcount:
-            self._s._logged(Write("outbox_added", account_id, cleanup_version, event_key))
-            return True
-        return False
-
-    def pending(self, limit: int) -> list[OutboxEvent]:
-        """Up to ``limit`` pending events, ordered by seq."""
-        if limit < 0:
-            raise ValueError(f"limit={limit}: must be >= 0")
-        return [OutboxEvent(*r) for r in self._s._rows(_PENDING, (limit,))]
-
-    def mark_sent(self, event_key: str, seq: int | None = None) -> None:
-        """Set status "sent" on every row with ``event_key`` (no-op if none), or with ``seq``
-        only on that row (a relay that sends row by row); logs "outbox_sent" per row whose
-        status changed."""
-        self._mark(event_key, "sent", "outbox_sent", seq)
-
-    def mark_failed(self, event_key: str, seq: int | None = None) -> None:
-        """Set status "failed" likewise; logs "outbox_failed" per changed row."""
-        self._mark(event_key, "failed", "outbox_failed", seq)
-
-    def events(self) -> list[OutboxEvent]:
-        """Every event, ordered by seq."""
-        return [OutboxEvent(*r) for r in self._s._rows(_EVENTS)]
-
-    def _mark(self, event_key: str, status: str, kind: str, only: int | None = None) -> None:
-        rows = (self._s._rows(_MARK, (status, event_key, status)) if only is None
-                else self._s._rows(_MARK_ROW, (status, event_key, only, status)))
-        for _seq, account_id, version in sorted(rows):
-            self._s._logged(Write(kind, account_id, version, event_key))
+    def _count(self, sql: str, params: tuple = ()) -> int:
+        return self._exec(sql, params).rowcount

@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol
 
 from acksim.model.job import Account
 
-Isolation = Literal["serializable", "read_committed"]
+Isolation = Literal["serializable", "repeatable_read", "read_committed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,9 +26,11 @@ class DbOptions:
     """Design parameters of the stores.
 
     ``isolation``: "serializable" (SQLite's only level: snapshot reads, one database-wide
-    writer, ``BusySnapshotError`` for a stale reader that tries to write) or "read_committed"
-    (in-memory backend only: every read sees the latest commit, writes are buffered and
-    applied at commit). ``unique_markers`` / ``unique_outbox_keys``: whether (account id,
+    writer, ``BusySnapshotError`` for a stale reader that tries to write; PostgreSQL's
+    serializable snapshot isolation), "repeatable_read" (PostgreSQL only: snapshot isolation,
+    first updater wins, write skew allowed) or "read_committed" (in-memory and PostgreSQL:
+    every statement sees the latest commit; in memory writes are buffered and applied at
+    commit). ``unique_markers`` / ``unique_outbox_keys``: whether (account id,
     cleanup version) markers and outbox event keys are unique keys in the schema.
     """
 
@@ -63,10 +65,15 @@ class OutboxEvent:
 
 class Accounts(Protocol):
     """Accounts by id; ``due`` lists up to ``limit`` not-renewed accounts whose deadline is at
-    or before ``now`` and whose cleanup is not applied, by deadline. Semantics and errors: the
-    implementations in ``acksim.model.sqlite_store`` and ``acksim.model.memory_store``."""
+    or before ``now`` and whose cleanup is not applied, by deadline. ``get(account_id,
+    for_update=True)`` is a locking read: inside a transaction no other transaction can change
+    or lock the row until this one ends (PostgreSQL ``SELECT ... FOR UPDATE``; SQLite takes
+    its database-wide write lock; the memory twin a row lock at read committed, the write lock
+    at serializable). Semantics and errors: the implementations in
+    ``acksim.model.sqlite_store``, ``acksim.model.memory_store`` and
+    ``acksim.model.postgres_store``."""
 
-    def get(self, account_id: str) -> Account | None: ...
+    def get(self, account_id: str, for_update: bool = False) -> Account | None: ...
     def put(self, account: Account) -> None: ...
     def delete(self, account_id: str) -> bool: ...
     def due(self, now: datetime, limit: int) -> list[Account]: ...
@@ -75,10 +82,14 @@ class Accounts(Protocol):
 
 class CleanupStore(Protocol):
     """Cleanup markers keyed by (account id, cleanup version); ``apply_once`` returns whether
-    it inserted (with unique markers a second insert raises ``UniqueViolation``)."""
+    it inserted (with unique markers a second insert raises ``UniqueViolation``).
+    ``apply_if_current`` is the conditional write: in one statement, insert the marker only
+    where the account row exists with this cleanup version and is not renewed, locking that
+    row as ``get(..., for_update=True)`` does; returns whether it inserted."""
 
     def was_applied(self, account_id: str, cleanup_version: int) -> bool: ...
     def apply_once(self, *, account_id: str, cleanup_version: int) -> bool: ...
+    def apply_if_current(self, *, account_id: str, cleanup_version: int) -> bool: ...
     def markers(self) -> list[tuple[str, int]]: ...
 
 
@@ -108,6 +119,28 @@ class Session(Protocol):
     def rollback(self) -> None: ...
     def take_autocommitted(self) -> tuple[Write, ...]: ...
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """A statement of a session waits on a lock another transaction holds (PostgreSQL).
+    ``backend_pid``: the waiting server process; ``holders``: the server processes it waits
+    for. What a ``LockWaits.park`` receives."""
+
+    backend_pid: int
+    holders: tuple[int, ...]
+
+
+class LockWaits(Protocol):
+    """How a store that can block (PostgreSQL) waits inside a harness that runs every actor on
+    one thread. ``park(blocked)`` is called each time a statement is found waiting on a lock;
+    it returns when the statement may have moved on (the store then looks again), or raises
+    (the store cancels the statement and lets the error through). ``released()`` is called
+    after every transaction end (commit, rollback, a cancelled statement), when parked
+    statements may move on."""
+
+    def park(self, blocked: Blocked) -> None: ...
+    def released(self) -> None: ...
 
 
 class Database(Protocol):

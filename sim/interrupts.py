@@ -32,10 +32,23 @@ _state = {"installed": False, "received": None, "busy": False}
 INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
 
 
-def _handler(signum, frame) -> None:
+def watchdogs(signum: int) -> bool | None:
+    """Whether a signal is the step watchdog's interrupt (``acksim.world.sandbox.interleave``,
+    which it comes from only once imported): None when it is not (someone else's); True when
+    it is and its step still runs (raise ``KeyboardInterrupt``); False when it is and its step
+    has returned (drop it: it must not land in the harness)."""
     interleave = sys.modules.get("acksim.world.sandbox.interleave")
-    if signum == signal.SIGINT and interleave is not None and interleave._WATCHDOG.fired:
-        raise KeyboardInterrupt  # the watchdog stopping a hung processor, not the user
+    if signum != signal.SIGINT or interleave is None:
+        return None
+    return interleave._WATCHDOG.claim()
+
+
+def _handler(signum, frame) -> None:
+    mine = watchdogs(signum)
+    if mine is not None:  # the watchdog stopping a hung processor, not the user
+        if mine:
+            raise KeyboardInterrupt
+        return
     _state["received"] = signum
     raise KeyboardInterrupt
 
@@ -74,8 +87,7 @@ def in_worker() -> None:
 
 
 def _worker_sigint(signum, frame) -> None:
-    interleave = sys.modules.get("acksim.world.sandbox.interleave")
-    if interleave is not None and interleave._WATCHDOG.fired:
+    if watchdogs(signum):
         raise KeyboardInterrupt  # the watchdog stopping a hung processor
 
 

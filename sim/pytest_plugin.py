@@ -38,7 +38,8 @@ class AcksimBudgetWarning(UserWarning):
 @pytest.fixture
 def acksim_check(request):
     """A function ``check(processor, *, scenario=None, max_examples=None, seed=0,
-    require_coverage=False, max_time=None, all_findings=False, invariants=(), **design)``.
+    require_coverage=False, max_time=None, all_findings=False, invariants=(), exhaustive=False,
+    **design)``.
 
     ``processor``: a callable or a reference (``package.module:function`` or
     ``path/to/file.py:function``); ``scenario``: a base scenario file; ``max_examples``:
@@ -46,6 +47,7 @@ def acksim_check(request):
     fail the test when a hazard window was never hit; ``max_time``: a wall-clock budget of the
     search in seconds (None: none); ``all_findings``: search on after the first finding;
     ``invariants``: references of invariants of your own, searched for like the built-in ones;
+    ``exhaustive``: every schedule of the small scope instead of a random search;
     ``design``: any of ``ack_policy``,
     ``transaction_scope``, ``isolation``, ``backend``, ``unique_markers``,
     ``unique_outbox_keys``. Returns the ``CheckReport``; fails the test with the shrunk
@@ -64,9 +66,10 @@ def acksim_check(request):
 
     def check(processor: Callable | str, *, scenario: str | None = None, max_examples: int | None = None,
               seed: int = 0, require_coverage: bool = False, max_time: float | None = None,
-              all_findings: bool = False, invariants: tuple[str, ...] | list[str] = (), **design):
+              all_findings: bool = False, invariants: tuple[str, ...] | list[str] = (), exhaustive: bool = False,
+              **design):
         budget = max_examples or settings().max_examples  # the loaded profile's
-        if budget < SMALL_BUDGET:
+        if budget < SMALL_BUDGET and not exhaustive:
             import warnings
 
             warnings.warn(AcksimBudgetWarning(
@@ -74,7 +77,8 @@ def acksim_check(request):
                 "reach the hazard windows; raise it or the Hypothesis profile's max_examples"), stacklevel=2)
         report, ref, _base = run_search(processor, scenario=scenario, max_examples=budget,
                                         seed=seed, database=root / ".hypothesis" / "acksim", max_time=max_time,
-                                        all_findings=all_findings, invariants=invariants, **design)
+                                        all_findings=all_findings, invariants=invariants, exhaustive=exhaustive,
+                                        **design)
         calls.append((request.node.nodeid, ref, report))
         if report.findings:
             paths = save_findings(report, ref, root / ".hypothesis" / "acksim-replays", None,

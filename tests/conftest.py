@@ -38,3 +38,17 @@ def pytest_collection_modifyitems(config, items):
     if nightly:
         config.hook.pytest_deselected(items=nightly)
         items[:] = [item for item in items if not item.get_closest_marker("nightly")]
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """The private PostgreSQL cluster, held for the whole session (one per test process) and
+    stopped at its end; yields its connection string. Skips (or fails, when required) where
+    PostgreSQL cannot run (``helpers.postgres.need_postgres``)."""
+    from helpers.postgres import need_postgres
+
+    need_postgres()
+    from acksim.postgres_server import held_server
+
+    with held_server() as conninfo:
+        yield conninfo

@@ -48,6 +48,12 @@ def add_check_parser(sub) -> None:
     p.add_argument("--invariant", action="append", default=[], metavar="REF",
                    help="an invariant of your own, package.module:function or path/to/file.py:function, "
                         "searched for and shrunk like the built-in five (repeatable)")
+    p.add_argument("--exhaustive", action="store_true",
+                   help="run every schedule of a small scope instead of a random search: one account, a lifecycle "
+                        "step between any two store calls, a crash at every phase, a concurrent copy at every "
+                        "offset (see docs)")
+    p.add_argument("--max-faults", type=int, default=3, metavar="N",
+                   help="with --exhaustive: at most N faults a schedule, 1 .. 3 (default 3)")
     p.add_argument("--all-findings", action="store_true",
                    help="search on after the first finding until a round finds no new kind (default: stop at "
                         "the first finding, shrink and confirm it)")
@@ -140,7 +146,20 @@ def cmd_check(args) -> int:
     search = {"max_examples": args.max_examples, "seed": args.seed, "key": f"{ref}|{describe(base)}",
               "database": None if args.no_database else Path(args.database), "all_findings": args.all_findings,
               "max_time_s": search_budget_s(max_time_s)}
-    if dask:
+    if args.exhaustive:
+        from acksim.search.exhaustive import Scope, run_exhaustive
+
+        if not 1 <= args.max_faults <= 3:
+            raise UsageError(f"--max-faults: must be 1 .. 3, got {args.max_faults}")
+        progress, close = _progress_bar(1)
+        try:
+            report, scope_text, total = run_exhaustive(ref, base, Scope(max_faults=args.max_faults),
+                                                       all_findings=args.all_findings,
+                                                       max_time_s=search["max_time_s"], progress=progress)
+        finally:
+            close()
+        jobs = 1
+    elif dask:
         from acksim.search.parallel import run_checks_on_dask
 
         report = run_checks_on_dask(ref, base, address=args.address, jobs=jobs, **search)
@@ -153,10 +172,15 @@ def cmd_check(args) -> int:
     rate = report.examples / report.seconds if report.seconds else 0.0
     say = partial(print, file=sys.stderr if args.json else sys.stdout)  # --json: stdout is the JSON alone
     say(f"acksim check: {ref} ({describe(base)})")
-    say(f"examples run (shrinking included): {report.examples} in {report.seconds:.1f} s "
-          f"({rate:.1f} examples/s), seed {args.seed}" + (
-              " on the Dask cluster" if dask else f", {jobs} searches in parallel" if jobs > 1 else ""))
-    for line in search_lines(report, args.max_examples, max_time_s, args.all_findings):
+    if args.exhaustive:
+        say(f"exhaustive scope: {scope_text}")
+        say(f"schedules in the scope: {total}; run: {report.examples} in {report.seconds:.1f} s ({rate:.1f}/s)" + (
+            "" if report.findings or report.out_of_time else "; no violation in any schedule within this scope"))
+    else:
+        say(f"examples run (shrinking included): {report.examples} in {report.seconds:.1f} s "
+            f"({rate:.1f} examples/s), seed {args.seed}" + (
+                " on the Dask cluster" if dask else f", {jobs} searches in parallel" if jobs > 1 else ""))
+    for line in search_lines(report, args.max_examples, max_time_s, args.all_findings, args.exhaustive):
         say(line)
     say("crash phases covered: " + ", ".join(f"{p} {report.phases[p]}" for p in
                                                 ("before_call", "after_call", "after_commit", "during_ack")))

@@ -72,6 +72,11 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
                                                          "options) from acksim.model.candidates; see docs/check.md")
     run.add_argument("--junit-xml", metavar="FILE",
                      help="also write the verdict as JUnit XML: one test case per invariant and SLO figure")
+    run.add_argument("--backend", choices=("sqlite", "memory", "postgres"),
+                     help="override stores.backend (postgres: a private PostgreSQL acksim starts and stops, "
+                          "or the server ACKSIM_POSTGRES_DSN names; see docs/postgres.md)")
+    run.add_argument("--isolation", choices=("serializable", "repeatable_read", "read_committed"),
+                     help="override stores.isolation (sqlite: serializable only; memory: not repeatable_read)")
     run.add_argument("--invariant", action="append", default=[], metavar="REF",
                      help="an invariant of your own, package.module:function or path/to/file.py:function, "
                           "judged beside the built-in five (repeatable; see docs/history.md)")
@@ -147,13 +152,16 @@ def cmd_run(args) -> int:
     from acksim.search.design import merge_design
 
     args.processor, design = resolve_candidate(args.candidate, args.processor)
+    stores = {key: value for key, value in (("backend", args.backend), ("isolation", args.isolation)) if value}
+    if stores:  # the command line's choice over the candidate's and the file's
+        design = {**design, "stores": {**design.get("stores", {}), **stores}}
     if design:
-        scenario = parse(merge_design(scenario.model_dump(), design), "--candidate")
+        scenario = parse(merge_design(scenario.model_dump(), design), "--candidate" if args.candidate else "--backend")
     from acksim.search.replay import replay_lines
     from acksim.judges.summary import build_summary, passed, reasons_text
     from acksim.report import write_report
     from acksim.report.junit import check_junit_path, run_suite
-    from acksim.world.core import World
+    from acksim.world.core import World, stores_server
     from acksim.world.sandbox.supervised import check_loads, run_world
 
     if scenario.fanout.updates:
@@ -174,8 +182,9 @@ def cmd_run(args) -> int:
     tty = sys.stderr.isatty()
     started = time.monotonic()
     try:
-        run = run_world(scenario, ref, world=World, planned_end=planned_end if tty else None,
-                        progress=(lambda now: bar.get("update") and bar["update"](now)) if tty else None)
+        with stores_server(scenario):  # a private PostgreSQL, started here and always stopped
+            run = run_world(scenario, ref, world=World, planned_end=planned_end if tty else None,
+                            progress=(lambda now: bar.get("update") and bar["update"](now)) if tty else None)
     finally:
         if bar.get("close"):
             bar["close"]()

@@ -105,23 +105,30 @@ def wasted_worker_s(history: Sequence[Record]) -> float:
     """Worker seconds spent on deliveries that committed nothing for a job whose cleanup
     another delivery committed (concurrent or repeated runs of finished work: a job that
     outlives its lease, a duplicate): from "delivered" (or the job's deadline, for a job held
-    until due) to the end of that delivery's handling (its ack, nack, crash or lost lease)."""
+    until due) to the end of that delivery's handling (its ack, nack, crash or lost lease).
+    A handling that ended before its work could start (a held job lost before its deadline)
+    cost nothing. Each loan is its own span: a worker's loans of one message are told apart
+    by their receive count, and copies with the same count (a duplicate) are paired first in,
+    first out. Never negative."""
     applied = {(r.account_id, r.cleanup_version) for r in history if r.kind == "cleanup_applied"}
-    started: dict[tuple[str, int], tuple[float, tuple[str, int]]] = {}  # (worker, message) -> start
-    effective: set[tuple[str, int]] = set()
+    # (worker, message, receive count) -> the open loans: [start, job, committed something]
+    started: dict[tuple[str, int, int | None], list[list]] = {}
     wasted = 0.0
     for r in history:
         kind = r.kind
         if kind == "delivered":  # a job held until its deadline (an ETA) costs nothing before it
-            handle = (r.actor, r.message_id)
-            started[handle] = (max(r.time, r.deadline or 0.0), (r.account_id, r.cleanup_version))
-            effective.discard(handle)
+            loan = [max(r.time, r.deadline or 0.0), (r.account_id, r.cleanup_version), False]
+            started.setdefault((r.actor, r.message_id, r.receive_count), []).append(loan)
         elif kind == "cleanup_applied":
-            effective.add((r.actor, r.message_id))
-        elif kind in _HANDLING_ENDS and (handle := (r.actor, r.message_id)) in started:
-            t0, job = started.pop(handle)
-            if job in applied and handle not in effective:
-                wasted += r.time - t0
+            loans = started.get((r.actor, r.message_id, r.receive_count))
+            if loans:
+                loans[0][2] = True
+        elif kind in _HANDLING_ENDS and (loans := started.get(key := (r.actor, r.message_id, r.receive_count))):
+            t0, job, effective = loans.pop(0)
+            if not loans:
+                del started[key]
+            if job in applied and not effective:
+                wasted += max(0.0, r.time - t0)
     return wasted
 
 

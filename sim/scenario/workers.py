@@ -36,7 +36,12 @@ class Workers(_Section):
     rather than report a failure: the unit of work rolls back and the message is nacked (with
     the exception's ``delay_s`` when it has one, else the queue's nack backoff), recorded as
     ``retry_requested`` and counted, never a finding; the receive limit ends a job that
-    always asks."""
+    always asks.
+    ``concurrency`` > 0: a worker runs at most that many attempts at once (Celery's pool,
+    ``worker_concurrency``): its own delivery's and those of the ETA jobs it holds
+    (``queue.eta_held_by_worker``) that came due, each waiting for a free slot in the order it
+    asked (a held job that comes due while every slot is taken starts when one frees; the
+    worker's own deliveries still run one at a time). 0: no bound, each held job runs when due."""
 
     count: int = Field(8, ge=1, le=1000)
     ack_policy: Literal["after_commit", "before_processing"] = "after_commit"
@@ -52,6 +57,7 @@ class Workers(_Section):
     # a hard limit per attempt, 0 = none (acksim.world.actors.time_limits: T-AF, A-CFG, GCT-TASK)
     execution_timeout_s: float = Field(0.0, ge=0.0, le=DAY)
     on_tombstone: Literal["count_missing", "ack"] = "count_missing"
+    concurrency: int = Field(0, ge=0, le=1000)  # attempts at once per worker (its pool), 0 = no bound
     retryable_errors: Annotated[tuple[str, ...], Tupled] = Field((), max_length=50)
 
     @field_validator("retryable_errors")

@@ -9,7 +9,8 @@ from typing import Callable
 
 def check(processor: Callable | str, *, scenario: str | Path | None = None, max_examples: int = 40,
           seed: int = 0, database: Path | None = None, contained: bool = True, all_findings: bool = False,
-          max_time: float | None = None, invariants: tuple[str, ...] | list[str] = (), **design):
+          max_time: float | None = None, invariants: tuple[str, ...] | list[str] = (), exhaustive: bool = False,
+          **design):
     """Search fault schedules around a base scenario for findings of ``processor``.
 
     ``processor``: a callable taking ``(job, accounts, cleanup_store, outbox)`` or a reference
@@ -22,7 +23,8 @@ def check(processor: Callable | str, *, scenario: str | Path | None = None, max_
     kind (default: stop at the first, shrunk); ``max_time``: a wall-clock budget of the search
     in seconds (None: none; ``report.out_of_time`` says it ended the search); ``invariants``:
     references of invariants of your own (``docs/history.md``), searched for like the
-    built-in ones; ``design``: any of ``ack_policy``, ``transaction_scope``, ``isolation``, ``backend``,
+    built-in ones; ``exhaustive``: every schedule of the small scope (``acksim.search.exhaustive``)
+    instead of a random search (``max_examples`` and ``seed`` then unused); ``design``: any of ``ack_policy``, ``transaction_scope``, ``isolation``, ``backend``,
     ``unique_markers``, ``unique_outbox_keys``. Returns ``(report, ref, base)``: the
     ``CheckReport`` (``findings``, ``coverage``, ``examples``), the processor's reference as a
     replay file names it, and the base scenario. Raises ``ScenarioError`` for bad input (an
@@ -46,6 +48,12 @@ def check(processor: Callable | str, *, scenario: str | Path | None = None, max_
         ref, fn = reference_of(processor), processor
     base = with_overrides(base_scenario(load(scenario) if scenario else None, sections), invariants=invariants)
     # a reference is run by reference: every worker start of every example gets a fresh copy
+    if exhaustive:
+        from acksim.search.exhaustive import run_exhaustive
+
+        report, _scope, _total = run_exhaustive(ref if isinstance(processor, str) else fn, base,
+                                                all_findings=all_findings, max_time_s=max_time)
+        return report, ref, base
     report = run_check(ref if isinstance(processor, str) else fn, base, max_examples=max_examples, seed=seed,
                        database=database, key=f"{ref}|{describe(base)}", contained=contained,
                        all_findings=all_findings, max_time_s=max_time)

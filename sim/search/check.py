@@ -24,6 +24,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 from acksim.judges.hazards import HAZARDS, hazards_hit
 from acksim.history import Record, pack, unpack
 from acksim.outcome import pack_final, unpack_final
+from acksim.world.core import World, stores_server
 from acksim.world.sandbox.interleave import ProcessorHung
 from acksim.judges.custom import custom_invariants
 from acksim.judges.invariants import INVARIANTS, check_all
@@ -34,7 +35,6 @@ from acksim.search.design import merge_design
 from acksim.search.findings import FINDINGS
 from acksim.search.strategies import check_scenarios
 from acksim.world.sandbox.contain import Child, Died, Reply
-from acksim.world.core import World
 from acksim.world.sandbox.supervised import killed_run
 
 # the world every example starts from unless the user names a scenario: small and fast
@@ -208,14 +208,15 @@ def run_check(processor: Callable | str, base: Scenario, *, max_examples: int = 
     one long-lived supervised child process (a fresh one after a death, a kill or threads
     left behind: ``acksim.world.sandbox.contain``); ``contained=False`` runs them in this process
     instead, where a processor's ``os._exit``, fatal signal or blocking call ends or hangs
-    the check itself.
+    the check itself. A PostgreSQL the stores need (``stores.backend = "postgres"``) is
+    started here for the whole search and stopped after; each example has a schema of its own.
     """
     custom_invariants(base)  # the user's own invariants load before the search (bad input: ScenarioError)
     report = CheckReport()
     started = time.monotonic()
     deadline = None if max_time_s is None else started + max_time_s
     round_no = 0
-    with tempfile.TemporaryDirectory(prefix="acksim-check-") as tmp, \
+    with stores_server(base), tempfile.TemporaryDirectory(prefix="acksim-check-") as tmp, \
             Child(example_target(processor, tmp)) as child, _search_gc():
         run = (lambda scenario: run_example(scenario, processor, child)) if contained else \
             (lambda scenario: _run_here(scenario, processor, tmp))

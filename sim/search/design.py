@@ -45,8 +45,8 @@ class DesignOption:
 DESIGN_OPTIONS = (
     DesignOption("ack_policy", "workers", ("after_commit", "before_processing")),
     DesignOption("transaction_scope", "workers", ("unit_of_work", "autocommit")),
-    DesignOption("isolation", "stores", ("serializable", "read_committed")),
-    DesignOption("backend", "stores", ("memory", "sqlite")),
+    DesignOption("isolation", "stores", ("serializable", "repeatable_read", "read_committed")),
+    DesignOption("backend", "stores", ("memory", "sqlite", "postgres")),
     DesignOption("unique_markers", "stores", ("on", "off")),
     DesignOption("unique_outbox_keys", "stores", ("on", "off")),
 )
@@ -97,7 +97,9 @@ def design_tag(scenario) -> str:
         ("ack-before-processing", w.ack_policy == "before_processing"),
         ("autocommit", w.transaction_scope == "autocommit"),
         ("read-committed", s.isolation == "read_committed"),
+        ("repeatable-read", s.isolation == "repeatable_read"),
         ("no-unique-markers", not s.unique_markers),
         ("no-unique-outbox-keys", not s.unique_outbox_keys),
-        ("sqlite", s.backend == "sqlite")) if on]
+        ("sqlite", s.backend == "sqlite"),
+        ("postgres", s.backend == "postgres")) if on]
     return "+".join(tags)

@@ -147,22 +147,27 @@ def render_flaky(flaky: Mapping) -> list[str]:
     return lines
 
 
-def search_lines(report, max_examples: int, max_time_s: float | None, all_findings: bool) -> list[str]:
+def search_lines(report, max_examples: int, max_time_s: float | None, all_findings: bool,
+                 exhaustive: bool = False) -> list[str]:
     """How the search of ``report`` (a ``CheckReport``) ended, as lines: when the first
     finding came (its example and wall seconds), and why the search stopped before its
     ``max_examples`` examples (the first finding, unless ``all_findings``; the wall-clock
-    budget ``max_time_s``, seconds or None)."""
+    budget ``max_time_s``, seconds or None); ``exhaustive``: the report is of enumerated
+    schedules (``acksim.search.exhaustive``), not a random search's examples."""
     lines = []
     if report.first is not None:
         first = report.first
         what = "finding" if first.kind in PROCESSOR_FINDINGS else "violation"
-        lines.append(f"first {what} ({first.kind}) after {first.example} examples, {first.seconds:.1f} s")
+        unit = "schedules" if exhaustive else "examples"
+        lines.append(f"first {what} ({first.kind}) after {first.example} {unit}, {first.seconds:.1f} s")
         if not all_findings:
-            lines.append("stopped at the first finding (shrunk, then confirmed in a fresh process); "
+            how = "a smallest schedule in the order of enumeration" if exhaustive else "shrunk"
+            lines.append(f"stopped at the first finding ({how}, then confirmed in a fresh process); "
                          "--all-findings searches on for every kind")
     if report.out_of_time:
-        lines.append(f"stopped by --max-time {max_time_s:g} s after {report.examples} examples "
-                     f"(of {max_examples} asked for): the coverage below is what the search reached")
+        asked = "in the scope" if exhaustive else f"of {max_examples} asked for"
+        lines.append(f"stopped by --max-time {max_time_s:g} s after {report.examples} "
+                     f"{'schedules' if exhaustive else 'examples'} ({asked}): the coverage below is what it reached")
     return lines
 
 

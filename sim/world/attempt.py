@@ -25,11 +25,12 @@ import random
 from typing import Any, Callable, ContextManager, Iterator, Protocol
 
 from acksim.model.errors import ConflictError
+from acksim.model.store_api import Blocked
 from acksim.printable import error_line
 from acksim.world.sandbox.interleave import Attempt, Finished, ProcessorHung, Sleep, StoreCall
 from acksim.world.links import StoreUnreachable
 
-WRITE_METHODS = frozenset({"apply_once", "add_once", "put", "delete", "mark_sent", "mark_failed"})
+WRITE_METHODS = frozenset({"apply_once", "apply_if_current", "add_once", "put", "delete", "mark_sent", "mark_failed"})
 WHOLE_WORKER_PHASES = frozenset({"deployment", "killed"})  # the process went, not one job's child
 
 
@@ -60,6 +61,10 @@ class WorkerPort(Protocol):
 
     def sleep(self, seconds: float) -> Iterator[Any]:
         """The processor's ``time.sleep``."""
+
+    def wait_blocked(self, blocked: Blocked) -> Iterator[Any]:
+        """A store call's statement waits on a lock (PostgreSQL): until it may have moved on
+        (``acksim.world.db_waits``). Only drivers whose stores park need it (the simulation's)."""
 
     def work(self, seconds: float, where: str) -> Iterator[Any]:
         """The job's own work, placed at ``where`` ("start", "first_write", "after_call")."""
@@ -135,6 +140,8 @@ def _steps(port: WorkerPort, attempt: Attempt, delivery, unit_of_work: bool, wor
     while not isinstance(step, Finished):
         if type(step) is Sleep:
             yield from port.sleep(step.seconds)
+        elif type(step) is Blocked:  # inside a store call: its statement waits on a lock
+            yield from port.wait_blocked(step)
         elif step.when == "before":
             if not worked and work_at == "first_write" and step.method in WRITE_METHODS:
                 worked = True

@@ -1,5 +1,7 @@
 """The guard on simulated work: a world runs under a budget of SimPy events and of wall
-seconds, so no scenario inside the allowed ranges can hang the tool.
+seconds, so no scenario inside the allowed ranges can hang the tool; and a run that only
+redelivers (``LoopGuard``: ``run.max_redeliveries_without_progress`` redeliveries with no
+commit, ack or dead-letter since) stops in seconds with a reason naming the loop.
 
 Records alone cannot bound a run: a lease heartbeat every nanosecond or a claimer sweep that
 finds nothing writes no record, yet never lets virtual time move on. The event loop here is
@@ -12,7 +14,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from typing import Mapping
+from operator import itemgetter
+from typing import Callable, Mapping
 
 import simpy
 from simpy.core import EmptySchedule, StopSimulation
@@ -44,11 +47,13 @@ ACTOR_FIELDS: Mapping[str, str] = {
 }
 
 
-def run_guarded(env: simpy.Environment, until: simpy.Event, max_events: int, max_wall_s: float) -> str | None:
+def run_guarded(env: simpy.Environment, until: simpy.Event, max_events: int, max_wall_s: float,
+                guard: Callable[[float], str | None] | None = None) -> str | None:
     """Run ``env`` until ``until`` is processed (like ``env.run(until=...)``) or the schedule
     empties; returns None then, or a one-line reason once ``max_events`` SimPy events (counted
-    in chunks of ``CHUNK``) or ``max_wall_s`` wall seconds are spent. Exceptions of the
-    actors propagate as from ``env.run``."""
+    in chunks of ``CHUNK``) or ``max_wall_s`` wall seconds are spent, or once ``guard`` (called
+    after each chunk with the virtual time now, e.g. a ``LoopGuard``) gives one. Exceptions of
+    the actors propagate as from ``env.run``."""
     until.callbacks.append(StopSimulation.callback)
     started = time.monotonic()  # the harness's own wall clock, never the world's
     done = 0
@@ -57,6 +62,8 @@ def run_guarded(env: simpy.Environment, until: simpy.Event, max_events: int, max
             _steps(env, CHUNK)
             done += CHUNK
             heartbeat()
+            if guard is not None and (reason := guard(env.now)):
+                return reason
             if done >= max_events:
                 return (f"run.max_events = {max_events} SimPy events spent by virtual time {env.now:.6g} s"
                         f"{_culprit(env)}")
@@ -68,6 +75,58 @@ def run_guarded(env: simpy.Environment, until: simpy.Event, max_events: int, max
     finally:
         if hasattr(env, "allowance"):
             env.allowance = 0  # every wait a real event again (``_culprit`` samples real ones)
+
+
+# a message leaving the queue, or an effect committed: what a loop of redeliveries never makes
+PROGRESS_KINDS = frozenset({"acked", "dead_lettered", "dropped", "retention_expired", "trimmed",
+                            "cleanup_applied", "outbox_added", "account_updated",
+                            "subscriber_effect", "delivery_recorded", "update_completed"})
+_KIND = itemgetter(2)  # Record.kind
+
+
+class LoopGuard:
+    """Stops a run that only redelivers: ``limit`` redeliveries (deliveries of a message
+    received before; spurious duplicate copies not counted) with no progress since
+    (``PROGRESS_KINDS``: an ack, a dead-letter or another way out of the queue, a committed
+    effect; a commit that wrote nothing is none). Reads the records ``history`` (an
+    ``acksim.history.History``) gained since its last call, at each chunk of ``run_guarded``:
+    the stop falls on the same event at every run. ``limit`` 0: never stops."""
+
+    def __init__(self, history, limit: int) -> None:
+        self.history, self.limit = history, limit
+        self._seen = 0  # records looked at so far
+        self._since: float | None = None  # virtual time of the last progress (None: none yet)
+        self.redeliveries = 0  # since then
+        self._loop: Counter = Counter()  # (message id, account id) -> redeliveries since then
+
+    def __call__(self, now: float) -> str | None:
+        """Look at the new records; a one-line reason to stop at virtual time ``now`` (s), or None."""
+        if not self.limit:
+            return None
+        records = self.history.records
+        new = records[self._seen:]
+        self._seen = len(records)
+        kinds = set(map(_KIND, new))
+        if not kinds.isdisjoint(PROGRESS_KINDS):
+            last = next(i for i in range(len(new) - 1, -1, -1) if new[i].kind in PROGRESS_KINDS)
+            self._since, self.redeliveries = new[last].time, 0
+            self._loop.clear()
+            new = new[last + 1:]
+        if "delivered" not in kinds:
+            return None
+        for r in new:
+            if r.kind == "delivered" and (r.receive_count or 0) > 1 and r.detail != "duplicate":
+                self.redeliveries += 1
+                self._loop[(r.message_id, r.account_id)] += 1
+        if self.redeliveries < self.limit:
+            return None
+        top = sorted(self._loop.items(), key=lambda item: (-item[1], item[0][0]))
+        named = ", ".join(f"message {mid} (account {account}) {n} times" for (mid, account), n in top[:3])
+        more = f" and {len(top) - 3} more" if len(top) > 3 else ""
+        since = "the run began" if self._since is None else f"virtual time {self._since:.6g} s"
+        return (f"run.max_redeliveries_without_progress = {self.limit} redeliveries and no ack, dead-letter or "
+                f"committed effect since {since}, by virtual time {now:.6g} s: a loop of redeliveries of "
+                f"{named}{more}")
 
 
 def _steps(env: simpy.Environment, count: int) -> None:

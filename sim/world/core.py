@@ -12,14 +12,16 @@ import random
 import tempfile
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Callable
+from contextlib import nullcontext
+from typing import Callable, ContextManager
 
 import simpy
 
 from acksim.model.store_api import DbOptions
 from acksim.model.stores import open_database
 from acksim.collector import young_collections
-from acksim.world.budget import run_guarded, stop_reason
+from acksim.world.budget import LoopGuard, run_guarded, stop_reason
+from acksim.world.db_waits import DbWaits
 from acksim.world.cost import refuse_if_too_costly
 from acksim.world.sandbox.interleave import ProcessorHung
 from acksim.world.faults import FaultPlan, fault_injector, killer
@@ -91,8 +93,10 @@ class World:
         if st.backend == "sqlite" and db_path is None:
             self._tmp = tempfile.TemporaryDirectory(prefix="acksim-")
             db_path = Path(self._tmp.name) / "stores.db"
+        # PostgreSQL statements wait on locks: they park their actor in virtual time
+        self.db_waits = DbWaits(self.env) if st.backend == "postgres" else None
         try:
-            self.db = open_database(st.backend, str(db_path) if db_path else None, options)
+            self.db = open_database(st.backend, str(db_path) if db_path else None, options, waits=self.db_waits)
             self._build(scenario, workload)
         except BaseException:  # an error or a signal mid-way: no temporary folder left behind
             if getattr(self, "db", None) is not None:
@@ -114,7 +118,7 @@ class World:
             workload = plan_workload(scenario.workload, stream(seed, "workload"))
         self.initial_deadlines, ops = workload
         self.renewals = Renewals(self.env, self.db.session(), self.history.record, self.scheduler.schedule,
-                                 scenario.workload, scenario.epoch, ops)
+                                 scenario.workload, scenario.epoch, ops, waits=self.db_waits)
         self.relay = OutboxRelay(self.env, self.db.session(), self.history.record, scenario.mail,
                                  stream(seed, "outbox-relay"))
         self.workers: list[simpy.Process] = []
@@ -183,8 +187,9 @@ class World:
             env.process(self._redrive(at))
         self.clock.start()
         try:
+            guard = LoopGuard(self.history, sc.run.max_redeliveries_without_progress)
             self._budget_reason = run_guarded(env, env.process(self._until_idle()), sc.run.max_events,
-                                              sc.run.max_wall_s)
+                                              sc.run.max_wall_s, guard)
         except RunStopped:
             self._stopped = True
         except ProcessorHung as exc:  # the caller reports what happened up to here
@@ -300,13 +305,27 @@ def simulate(scenario: Scenario, processor: Callable | str | None = None, *, con
     an empty history with ``final.contained`` naming the finding (``processor_killed_worker``,
     ``processor_hung``). ``contained=False`` runs it in this process, as ``World`` does:
     ``ProcessorHung`` is raised then, and a processor's ``os._exit`` or blocking call ends or
-    hangs the caller. Raises as ``World`` (``ScenarioError``, ValueError)."""
-    if contained:
-        from acksim.world.sandbox.supervised import run_world
+    hangs the caller. A PostgreSQL the stores need is started here and stopped after
+    (``stores_server``). Raises as ``World`` (``ScenarioError``, ValueError)."""
+    with stores_server(scenario):
+        if contained:
+            from acksim.world.sandbox.supervised import run_world
 
-        return run_world(scenario, processor, world=World).outcome
-    world = World(scenario, processor)
-    try:
-        return world.run()
-    finally:
-        world.close()
+            return run_world(scenario, processor, world=World).outcome
+        world = World(scenario, processor)
+        try:
+            return world.run()
+        finally:
+            world.close()
+
+
+def stores_server(scenario: Scenario) -> ContextManager[object]:
+    """A block within which the server ``scenario``'s stores need runs (a private PostgreSQL
+    for ``stores.backend = "postgres"``, ``acksim.postgres_server.held_server``; nothing for
+    the others), started in this process so that the supervised child a run happens in uses
+    it, and always stopped after."""
+    if scenario.stores.backend != "postgres":
+        return nullcontext()
+    from acksim.postgres_server import held_server
+
+    return held_server()

@@ -40,7 +40,7 @@ from acksim.model.shipment import Decision, DeliveryTask, ShipmentUpdate, fan_ou
 from acksim.model.shipment_store import SqliteDeliveryRecords, connect
 from acksim.history import History
 from acksim.scenario import Scenario
-from acksim.world.budget import run_guarded, stop_reason
+from acksim.world.budget import LoopGuard, run_guarded, stop_reason
 from acksim.world.cost import refuse_if_too_costly
 from acksim.outcome import FinalState, Outcome
 from acksim.world.core import scenario_queue, stream
@@ -264,8 +264,9 @@ class FanoutWorld:
             env.process(killer(self, sc.faults.kills))
         if sc.faults.deployments:
             env.process(fault_injector(self, sc.faults.deployments))
+        guard = LoopGuard(self.history, sc.run.max_redeliveries_without_progress)
         self._budget_reason = run_guarded(env, env.process(self._until_idle()), sc.run.max_events,
-                                          sc.run.max_wall_s)
+                                          sc.run.max_wall_s, guard)
         return Outcome(tuple(self.history.records), self.final_state())
 
     def _until_idle(self):

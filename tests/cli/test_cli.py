@@ -67,7 +67,7 @@ def test_unknown_key_is_bad_input(tmp_path, capsys):
     path.write_text(Path(SMOKE).read_text() + "\n[run]\nbogus = 1\n")
     assert main(["run", str(path), "--out", str(tmp_path / "rep")]) == 2
     err = capsys.readouterr().err
-    assert "run.bogus: unknown key (allowed keys here: max_time_s, idle_check_s, max_records, step_budget_s, max_events, max_wall_s, stop_on_processor_error)" in err and err.count("\n") == 1
+    assert "run.bogus: unknown key (allowed keys here: max_time_s, idle_check_s, max_records, step_budget_s, max_events, max_wall_s, max_redeliveries_without_progress, stop_on_processor_error)" in err and err.count("\n") == 1
     assert not (tmp_path / "rep").exists()
 
 

@@ -186,7 +186,7 @@ def test_every_command_is_documented():
 
 def test_the_checks_fail_on_a_wrong_line():
     assert acksim_problems(["check", "--processor", "m:f", "--no-such-flag"])
-    assert acksim_problems(["check", "--backend", "postgres"])
+    assert acksim_problems(["check", "--backend", "oracle"])
     assert acksim_problems(["check", "[--isolation", "serializable|snapshot]"])
     assert acksim_problems(["frobnicate"])
     assert acksim_problems(["run", "scenarios/no-such-scenario.toml"])

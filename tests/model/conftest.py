@@ -1,4 +1,4 @@
-"""Fixtures shared by the store tests: a database factory parametrized over both backends."""
+"""Fixtures shared by the store tests: a database factory parametrized over the backends."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from acksim.model.store_api import DbOptions
 from acksim.model.stores import open_database
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgres"])
 def backend(request) -> str:
+    if request.param == "postgres":
+        request.getfixturevalue("postgres_server")
     return request.param
 
 
@@ -19,7 +21,8 @@ def make_db(backend, tmp_path):
     opened = []
 
     def make(options: DbOptions = DbOptions()):
-        db = open_database(backend, str(tmp_path / f"db{len(opened)}.sqlite"), options)
+        path = None if backend == "postgres" else str(tmp_path / f"db{len(opened)}.sqlite")
+        db = open_database(backend, path, options)
         opened.append(db)
         return db
 

@@ -24,7 +24,9 @@ def test_backends(tmp_path):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (("postgres", "x.db"), r"^backend='postgres': unknown backend"),
+        (("mysql", "x.db"), r"^backend='mysql': unknown backend"),
+        (("memory", None, DbOptions(isolation="repeatable_read")),
+         r"^isolation='repeatable_read': memory offers only serializable and read_committed isolation$"),
         (("sqlite", None), r"^path: the sqlite backend needs a database file path$"),
         (("sqlite", ":memory:"), r"^path=':memory:'"),
         (("sqlite", "x.db", DbOptions(isolation="read_committed")),

@@ -16,6 +16,12 @@ RC = DbOptions(isolation="read_committed")
 RC_NON_UNIQUE = DbOptions("read_committed", unique_markers=False, unique_outbox_keys=False)
 
 
+@pytest.fixture(params=["sqlite", "memory"])
+def backend(request) -> str:
+    """SQLite's serializable and its twin's (PostgreSQL's levels: ``test_postgres_store``)."""
+    return request.param
+
+
 def acct(account_id: str, version: int = 1, renewed: bool = False) -> Account:
     return Account(account_id, version, renewed, T0)
 
@@ -63,17 +69,55 @@ def test_reads_see_each_new_commit():
     assert b.accounts.get("y") == acct("y")
 
 
-def test_writers_take_no_lock():
+def test_writers_lock_only_the_rows_they_write():
     db = open_database("memory", options=RC)
     a, b = db.session(), db.session()
     a.begin()
     b.begin()
     a.accounts.put(acct("x", 1))
-    b.accounts.put(acct("x", 2))  # would be BusyError under serializable
-    b.accounts.put(acct("z"))
+    with pytest.raises(BusyError):  # PostgreSQL would wait for a's row lock
+        b.accounts.put(acct("x", 2))
+    b.accounts.put(acct("z"))  # another row: no conflict (under serializable: BusyError)
     a.commit()
+    b.accounts.put(acct("x", 2))  # a's lock ended with its transaction
     b.commit()
-    assert a.accounts.all() == [acct("x", 2), acct("z")]  # last committer wins
+    assert a.accounts.all() == [acct("x", 2), acct("z")]
+
+
+def test_a_locking_read_holds_the_row_until_the_transaction_ends():
+    db = open_database("memory", options=RC)
+    a, b = db.session(), db.session()
+    a.accounts.put(acct("x"))
+    a.begin()
+    assert a.accounts.get("x", for_update=True) == acct("x")
+    with pytest.raises(BusyError):
+        b.accounts.put(acct("x", renewed=True))  # autocommit: the renewal cannot slip in
+    b.begin()
+    with pytest.raises(BusyError):
+        b.accounts.get("x", for_update=True)
+    assert b.accounts.get("x") == acct("x")  # a plain read does not wait
+    b.rollback()
+    assert a.cleanup_store.apply_once(account_id="x", cleanup_version=1)
+    a.commit()
+    b.accounts.put(acct("x", renewed=True))
+    assert b.cleanup_store.markers() == [("x", 1)]
+
+
+def test_the_conditional_write_sees_the_latest_commit_and_locks_the_row():
+    db = open_database("memory", options=RC)
+    a, b = db.session(), db.session()
+    a.accounts.put(acct("x"))
+    a.begin()
+    assert a.accounts.get("x") == acct("x")
+    b.accounts.put(acct("x", renewed=True))  # commits between a's read and a's write
+    assert a.cleanup_store.apply_if_current(account_id="x", cleanup_version=1) is False
+    assert a.commit() == ()
+    b.accounts.put(acct("x"))
+    a.begin()
+    assert a.cleanup_store.apply_if_current(account_id="x", cleanup_version=1) is True
+    with pytest.raises(BusyError):
+        b.accounts.put(acct("x", renewed=True))
+    assert a.commit() == (Write("cleanup_applied", "x", 1),)
 
 
 def double_apply(a, b):

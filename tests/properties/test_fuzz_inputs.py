@@ -10,7 +10,8 @@ subprocess at the end), and whatever the input:
 - for 2, stderr is exactly one line and nothing is left in ``--out`` or in the temporary
   folder (``tempfile.tempdir`` points at a folder of the test's own);
 - a valid one runs within its budget (``run.max_events`` 20,000 and ``run.max_wall_s`` 5 s
-  are set in every generated scenario and never mutated; pytest-timeout bounds the test).
+  are set in every generated scenario and never mutated); an example that has not ended after
+  ``HANG_S`` wall seconds is hung (pytest-timeout bounds the test too). No duration is asserted.
 
 At least 50 examples under the ``ci`` profile, 300 under ``nightly``.
 """
@@ -35,6 +36,7 @@ from acksim.scenario import Scenario
 NIGHTLY = os.environ.get("HYPOTHESIS_PROFILE", "ci") == "nightly"
 EXAMPLES = 300 if NIGHTLY else 50
 BUDGET = {"max_events": 20_000, "max_wall_s": 5.0, "max_time_s": 20_000.0}
+HANG_S = 300.0  # wall seconds: an example this long is hung (its budget stops it long before), never slow
 BASE = {
     "name": "fuzz", "seed": 1,
     "workload": {"accounts": 3, "deadline_start_s": 100, "deadline_window_s": 60},
@@ -153,7 +155,7 @@ def _judge(code: int, case: Path, seconds: float, err: str) -> None:
     if code == 2:
         assert err.count("\n") == 1 and err.startswith("acksim: error: "), err
         assert not (case / "out").exists()
-    assert seconds < BUDGET["max_wall_s"] + 30  # the budget, plus the report
+    assert seconds < HANG_S  # a hang bound, not a duration: a loaded machine may take many times the budget
 
 
 @pytest.mark.timeout(1200)

@@ -24,6 +24,15 @@ def process(job, accounts, cleanup_store, outbox):
     select.select([], [], [], 0.2)  # 0.2 s of wall time (the clocks are virtual), which a signal can cut into
     return reference(job, accounts, cleanup_store, outbox)
 '''
+SLOW_AND_WRONG = '''
+import os, select
+
+def process(job, accounts, cleanup_store, outbox):
+    open(os.environ["ACKSIM_TEST_STARTED"], "a").close()
+    select.select([], [], [], 0.2)
+    accounts.get(job.account_id)
+    raise ValueError("every job fails")  # a processor_error finding in every example
+'''
 SLOW_FANOUT = '''
 import os, select
 from acksim.model.shipment import deliver as reference
@@ -96,7 +105,7 @@ def _interrupt(tmp_path: Path, args: list[str], signum: int, want_children: int 
     env = _setup(tmp_path)
     proc = subprocess.Popen([sys.executable, "-m", "acksim.cli.main", *args], cwd=tmp_path, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300  # bounds a hang (the command never started its processor)
     kids: set[int] = set()
     while time.monotonic() < deadline and proc.poll() is None:
         kids |= _children(proc.pid)
@@ -107,7 +116,7 @@ def _interrupt(tmp_path: Path, args: list[str], signum: int, want_children: int 
     time.sleep(0.3)
     kids |= _children(proc.pid)
     proc.send_signal(signum)
-    out, err = proc.communicate(timeout=60)
+    out, err = proc.communicate(timeout=540)
     return proc.returncode, out, err, kids
 
 
@@ -117,7 +126,7 @@ def _nothing_left(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_run_interrupted_exits_130_and_leaves_nothing(tmp_path, signum):
     rc, out, err, _ = _interrupt(tmp_path, ["run", "slow.toml", "--out", "out"], signum)
@@ -127,23 +136,28 @@ def test_run_interrupted_exits_130_and_leaves_nothing(tmp_path, signum):
     _nothing_left(tmp_path)
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(600)
 def test_fanout_run_interrupted_removes_its_records_database(tmp_path):
     rc, out, err, _ = _interrupt(tmp_path, ["run", "fan.toml", "--out", "out"], signal.SIGTERM)
     assert rc == 130 and "Traceback" not in err, err
     _nothing_left(tmp_path)
 
 
-@pytest.mark.timeout(120)
-def test_check_interrupted_removes_its_folder(tmp_path):
-    rc, out, err, _ = _interrupt(tmp_path, ["check", "--processor", "slow.py:process", "--max-examples", "20"],
-                                 signal.SIGTERM)
+@pytest.mark.timeout(600)
+def test_check_interrupted_removes_its_folder_and_writes_no_replay_file(tmp_path):
+    # a processor that fails every example: a finished check would write a replay file (and its
+    # timeline) into --out for its finding; an interrupted one writes none, not half of one
+    (tmp_path / "wrong.py").write_text(SLOW_AND_WRONG)
+    rc, out, err, _ = _interrupt(tmp_path, ["check", "--processor", "wrong.py:process", "--max-examples", "20",
+                                            "--no-database", "--out", "replays"], signal.SIGTERM)
     assert rc == 130 and "Traceback" not in err, err
     _nothing_left(tmp_path)
-    assert not list(tmp_path.glob("*.replay*")) and not list(tmp_path.glob("acksim-replays*"))
+    assert not (tmp_path / "replays").exists()
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.suffix in (".toml", ".png")) == [
+        "fan.toml", "slow.toml", "sweep.toml"]
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_sweep_interrupted_terminates_its_pool_and_keeps_whole_rows(tmp_path, signum):
     rc, out, err, kids = _interrupt(tmp_path, ["sweep", "sweep.toml", "--out", "sweep-out"], signum, want_children=2)
@@ -155,7 +169,7 @@ def test_sweep_interrupted_terminates_its_pool_and_keeps_whole_rows(tmp_path, si
     assert not list((tmp_path / "sweep-out").rglob("*.tmp-*"))
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(600)
 def test_compare_interrupted_terminates_its_pool(tmp_path):
     rc, out, err, kids = _interrupt(tmp_path, ["compare", "slow.toml", "--presets", "rest-queue,celery-redis",
                                                "--out", "out"], signal.SIGTERM, want_children=2)
@@ -173,7 +187,7 @@ def process(job, accounts, cleanup_store, outbox):
 '''
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(600)
 def test_a_keyboardinterrupt_raised_by_the_processor_is_its_error_not_an_interrupt(tmp_path, capsys):
     (tmp_path / "kbd.py").write_text(KBD)
     scenario = tmp_path / "s.toml"

@@ -41,7 +41,8 @@ def test_the_bundled_scenario_is_valid_and_big_enough():
     ({"queue": {"visibility": 30}}, "x.toml: queue.visibility: unknown key (allowed keys here: preset, kind, "),
     ({"bogus": 1}, "x.toml: bogus: unknown key (allowed keys here: name, processor, processor_path, seed, epoch, workload,"),
     ({"stores": {"isolation": "read_committed"}},
-     "x.toml: stores.isolation: sqlite offers only 'serializable'; use backend = 'memory' for 'read_committed'"),
+     "x.toml: stores.isolation: sqlite offers only 'serializable'; use backend = 'postgres' or 'memory' for "
+     "'read_committed'"),
     ({"queue": {"duplicate_probability": 1.5}},
      "x.toml: queue.duplicate_probability: Input should be less than or equal to 1 (got 1.5); allowed: 0.0 <= value <= 1.0"),
     ({"workload": {"renew_lead_s": [60, 1]}},

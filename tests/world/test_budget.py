@@ -12,7 +12,7 @@ from acksim.scenario import ScenarioError, parse
 from acksim.world.core import World, simulate
 from helpers.tinyworld import tiny_dict
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(600)
 
 
 def _sleeper(seconds: float):
@@ -109,7 +109,7 @@ def test_a_hung_processor_ends_the_run_and_says_so(tmp_path):
     assert final.stop_reason.startswith("the processor hung, so the run ended there: the processor ran over 0.2 s")
 
 
-@pytest.mark.timeout(60)
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("disposition", ["ignored", "a handler that does not raise"])
 def test_a_hung_processor_is_stopped_whatever_sigint_does(disposition):
     # the watchdog's interrupt must not depend on this process's SIGINT handler (a library's,
@@ -153,3 +153,58 @@ def test_young_collections_overlapping_on_two_threads_put_the_thresholds_back_on
         nested = gc.get_threshold()
     assert during == nested == RUN_GC_THRESHOLDS
     assert gc.get_threshold() == before != RUN_GC_THRESHOLDS
+
+
+def _poison_loop(restart_delay_s: float, **run):
+    """A poison job (it kills its worker at every attempt) on a one-microsecond visibility
+    timeout with no receive limit, beside a healthy job: a crash loop that never drains."""
+    plan = {"accounts": [{"account_id": "poison-1", "deadline_s": 100.0}, {"account_id": "a2", "deadline_s": 101.0}]}
+    return parse(tiny_dict(queue={"visibility_timeout_s": 1e-6, "max_receive_count": 0}, plan=plan,
+                           workers={"count": 2, "restart_delay_s": restart_delay_s},
+                           faults={"poison_accounts": ["poison-1"]}, run=run))
+
+
+def test_a_loop_of_redeliveries_without_progress_stops_early_naming_its_messages():
+    scenario = _poison_loop(0.0, max_redeliveries_without_progress=1000)
+    outcome = simulate(scenario, contained=False)
+    assert outcome.final.stop_reason == (
+        "run.max_redeliveries_without_progress = 1000 redeliveries and no ack, dead-letter or committed effect "
+        "since the run began, by virtual time 100.005 s: a loop of redeliveries of message 1 (account poison-1) "
+        "4992 times")  # looked at every 10,000 SimPy events: the count is past the limit by then
+    assert simulate(scenario, contained=False).history == outcome.history  # the same stop every time
+    summary = build_summary(scenario, outcome)
+    assert summary["verdict"] == "FAIL" and summary["counts"]["stopped_early"] == 1
+    assert summary["stop_reason"] == outcome.final.stop_reason
+
+
+def test_the_loop_guard_counts_from_the_last_progress():
+    # the healthy job commits its effect, then its ack finds the microsecond lease gone: it is
+    # redelivered, commits nothing, and so on for ever beside the poison job
+    outcome = simulate(_poison_loop(30.0, max_redeliveries_without_progress=1000, max_time_s=20_000.0),
+                       contained=False)
+    effects = [r.time for r in outcome.history if r.kind == "cleanup_applied"]
+    assert len(effects) == 1
+    assert outcome.final.stop_reason.startswith(
+        f"run.max_redeliveries_without_progress = 1000 redeliveries and no ack, dead-letter or committed effect "
+        f"since virtual time {effects[0]:g} s, by virtual time ")
+    assert outcome.final.stop_reason.endswith(
+        "a loop of redeliveries of message 1 (account poison-1) 1001 times, message 2 (account a2) 1001 times")
+
+
+def test_the_default_loop_guard_leaves_a_slow_crash_loop_to_its_other_limits():
+    outcome = simulate(_poison_loop(30.0, max_time_s=20_000.0), contained=False)  # the default: 100,000
+    assert outcome.final.stop_reason == "run.max_time_s = 20000 s reached before the pipeline drained"
+    off = simulate(_poison_loop(0.0, max_redeliveries_without_progress=0, max_events=200_000), contained=False)
+    assert off.final.stop_reason.startswith("run.max_events = 200000 SimPy events spent")  # 0: no loop guard
+
+
+@pytest.mark.parametrize("value, problem", [
+    (-1, "Input should be greater than or equal to 0 (got -1)"),
+    (1.5, "Input should be a valid integer (got 1.5)"),
+    (2_000_000_000, "Input should be less than or equal to 1000000000 (got 2000000000)"),
+])
+def test_a_bad_loop_guard_is_one_line_naming_the_field(value, problem):
+    with pytest.raises(ScenarioError) as err:
+        parse(tiny_dict(run={"max_redeliveries_without_progress": value}))
+    assert str(err.value) == (f"scenario: run.max_redeliveries_without_progress: {problem}; "
+                              "allowed: 0 <= value <= 1000000000")

@@ -15,6 +15,7 @@ calls of a worker.
 from __future__ import annotations
 
 import random
+from collections import deque
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
@@ -117,15 +118,21 @@ class Renewals:
     environment, or the live mode's wall clock), ``session`` (its own unit of work on the
     stores), ``record`` (``History.record``'s signature), ``schedule(account id, cleanup
     version, deadline s)`` (arms a deadline with the scheduler), ``workload`` (the term and
-    roll-over delay, virtual s) and ``epoch`` (the aware datetime of virtual time 0).
+    roll-over delay, virtual s) and ``epoch`` (the aware datetime of virtual time 0). With
+    ``waits`` (``acksim.world.db_waits.DbWaits``: stores whose statements wait on locks), each
+    step's transaction runs in a greenlet that parks while a statement waits, and the steps
+    take the one session in turn (``env.event()`` needed).
     """
 
     def __init__(self, env, session, record, schedule, workload: Workload, epoch: datetime,
-                 ops: list[LifecycleOp]) -> None:
+                 ops: list[LifecycleOp], waits=None) -> None:
         self.env, self.session, self.record, self.schedule = env, session, record, schedule
         self.workload, self.epoch = workload, epoch
         self.ops = ops
         self.pending = len(ops)
+        self.waits = waits
+        self._in_use = False  # a step's transaction is parked on the session (with ``waits``)
+        self._turns: deque = deque()  # steps waiting for the session, in arrival order
 
     def to_datetime(self, t: float) -> datetime:
         """Virtual seconds → aware UTC datetime (microsecond precision)."""
@@ -156,25 +163,50 @@ class Renewals:
         yield from self._perform(op)
 
     def _perform(self, op: LifecycleOp):
-        s = self.session
         backoff = _RETRY_BACKOFF_S
         while True:
-            s.begin()
-            try:
-                kind, follow_up = self._decide(op)
-                writes = s.commit()
-            except ConflictError:
-                s.rollback()
-                yield self.env.timeout(backoff)
-                backoff = min(backoff * 2, 1.0)
-                continue
-            break
+            if self.waits is None:
+                done = self._transaction(op)
+            else:
+                done = yield from self._parked_transaction(op)
+            if done is not None:
+                kind, follow_up, writes = done
+                break
+            yield self.env.timeout(backoff)
+            backoff = min(backoff * 2, 1.0)
         if kind is not None:
             self._record(writes, kind)
         if follow_up is not None:
             self.pending += 1
             self.env.process(self._later(follow_up))
         self.pending -= 1
+
+    def _transaction(self, op: LifecycleOp):
+        """One try of ``op``: (record kind, follow-up, committed writes), or None after a
+        conflict (rolled back)."""
+        s = self.session
+        s.begin()
+        try:
+            kind, follow_up = self._decide(op)
+            return kind, follow_up, s.commit()
+        except ConflictError:
+            s.rollback()
+            return None
+
+    def _parked_transaction(self, op: LifecycleOp):
+        """``_transaction`` in a greenlet that parks while a statement waits on a lock, once
+        the session is free (steps take it in turn)."""
+        while self._in_use:
+            turn = self.env.event()
+            self._turns.append(turn)
+            yield turn
+        self._in_use = True
+        try:
+            return (yield from self.waits.run(self._transaction, op))
+        finally:
+            self._in_use = False
+            if self._turns:
+                self._turns.popleft().succeed()
 
     def _decide(self, op: LifecycleOp) -> tuple[str | None, LifecycleOp | None]:
         """Read, decide and write inside the open transaction; returns the record kind (None

@@ -10,7 +10,9 @@ in flight until its visibility timeout (or as ``queue.on_worker_lost`` says), an
 worker down for its restart delay. An ETA job not yet due (``queue.eta_held_by_worker``,
 Celery's countdown) is held in the worker's memory, unacked, and run when due while the
 worker goes on receiving; a crash drawn while running a held job kills only that job's child
-(the worker lives on), and a worker that goes down loses every job it held.
+(the worker lives on), and a worker that goes down loses every job it held. With
+``workers.concurrency`` > 0 the worker's attempts (its own and the held jobs come due) share
+that many slots, a SimPy ``Resource`` per worker process (a fresh one at every start).
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ class SimPort:
 
     def sleep(self, seconds: float):
         return self._pass(seconds)
+
+    def wait_blocked(self, blocked):
+        return self.world.db_waits.wait(blocked)
 
     def work(self, seconds: float, where: str):
         if where == "start":
@@ -141,6 +146,7 @@ def worker(world, name: str, rng: random.Random):
     """
     env, queue = world.env, world.queue
     port = SimPort(world, name, rng, world.db.session(), world.code.start())
+    pool = _pool(world)
     while True:
         try:
             if port.prefetched:  # a batch received before: the next one, its lease running since
@@ -156,15 +162,18 @@ def worker(world, name: str, rng: random.Random):
                 continue
             if queue.config.eta_held_by_worker and delivery.deadline_s > env.now:
                 port.held = [p for p in port.held if p.is_alive]
-                port.held.append(env.process(_held(world, name, port.processor, rng, delivery)))
+                port.held.append(env.process(_held(world, name, port.processor, rng, delivery, pool)))
                 continue
             port.delivery = delivery
             world.busy.add(name)
-            watch = time_limits.start(world, env.active_process)  # workers.execution_timeout_s
-            try:
-                yield from cleanup_attempt(port, delivery)
-            finally:
-                time_limits.stop(watch)
+            with _slot(pool) as slot:
+                if slot is not None:
+                    yield slot  # a free slot of the worker's pool (workers.concurrency)
+                watch = time_limits.start(world, env.active_process)  # workers.execution_timeout_s
+                try:
+                    yield from cleanup_attempt(port, delivery)
+                finally:
+                    time_limits.stop(watch)
             port.delivery = None
             world.busy.discard(name)
         except (WorkerCrash, simpy.Interrupt) as exc:
@@ -182,13 +191,28 @@ def worker(world, name: str, rng: random.Random):
             port.held = []
             yield from stay_down(env, world.history, name, down_s)
             port.processor = world.code.start()  # a new process: the old one's memory is gone
+            pool = _pool(world)  # and a new pool
 
 
-def _held(world, name: str, processor: tuple, rng: random.Random, delivery: Delivery):
-    """SimPy process of one ETA job held by worker ``name``: wait until due, then run it on
-    a session of its own, on the worker's copy of the code (``processor``: (function, image)).
-    A crash drawn while it runs ends this job only (its loan is handled as
-    ``queue.on_worker_lost`` says); an interrupt means the worker went down."""
+def _pool(world) -> simpy.Resource | None:
+    """A worker process's pool of ``workers.concurrency`` slots, or None (no bound)."""
+    slots = world.scenario.workers.concurrency
+    return simpy.Resource(world.env, capacity=slots) if slots else None
+
+
+def _slot(pool: simpy.Resource | None):
+    """A request for a slot of ``pool`` to use as a context (the slot, granted or still asked
+    for, is given back on the way out), or a context of None without a pool."""
+    return nullcontext() if pool is None else pool.request()
+
+
+def _held(world, name: str, processor: tuple, rng: random.Random, delivery: Delivery,
+          pool: simpy.Resource | None = None):
+    """SimPy process of one ETA job held by worker ``name``: wait until due (and for a slot of
+    the worker's ``pool``, when it has one), then run it on a session of its own, on the
+    worker's copy of the code (``processor``: (function, image)). A crash drawn while it runs
+    ends this job only (its loan is handled as ``queue.on_worker_lost`` says); an interrupt
+    means the worker went down: a job not started yet is lost unrun."""
     env, key = world.env, f"{name}/held-{delivery.number}"
     world.busy.add(key)
     port = SimPort(world, name, rng, world.db.session(), processor)
@@ -196,9 +220,12 @@ def _held(world, name: str, processor: tuple, rng: random.Random, delivery: Deli
     due, watch = False, None
     try:
         yield env.timeout(delivery.deadline_s - env.now)
-        due = True
-        watch = time_limits.start(world, env.active_process)  # the child's time limit
-        yield from cleanup_attempt(port, delivery)
+        with _slot(pool) as slot:
+            if slot is not None:
+                yield slot  # every slot taken: it starts when one frees
+            due = True
+            watch = time_limits.start(world, env.active_process)  # the child's time limit
+            yield from cleanup_attempt(port, delivery)
     except WorkerCrash as exc:
         _crash(world, port, exc.phase, only=delivery.message_id)
     except simpy.Interrupt as exc:  # the worker went down (or the time limit killed this child)

@@ -15,7 +15,9 @@ that a processor could otherwise decide for it:
   in-process watchdog uses, shared through a small shared-memory block, see
   ``acksim.world.sandbox.interleave``), or the child's harness shows no sign of life for
   ``QUIET_S`` wall seconds (a ``__del__`` that loops while the harness runs): the parent
-  SIGKILLs it, ``Died("processor_hung", ...)``;
+  SIGKILLs it, ``Died("processor_hung", ...)``. Both count the seconds the child's main
+  thread could run, its waits for a CPU left out (``acksim.world.sandbox.runclock``): a
+  child starved on a loaded machine is not a hung one;
 - threads the call left behind are named in ``Reply.threads`` (the non-daemon ones) and the
   child is retired with them, so they never outlive the call or reach the next one.
 
@@ -48,8 +50,10 @@ from dataclasses import dataclass
 from multiprocessing import Pipe
 from typing import Any, Callable
 
-GRACE_S = 2.0  # wall seconds past a step's budget before the parent kills the child
-QUIET_S = 30.0  # wall seconds the child's harness may go without a sign of life outside steps
+from acksim.world.sandbox.runclock import RunClock, TaskWait, schedstat_path
+
+GRACE_S = 2.0  # wall seconds past a step's budget before the parent kills the child (waits for a CPU left out)
+QUIET_S = 30.0  # wall seconds the child's harness may go without a sign of life outside steps (likewise)
 POLL_S = 0.1  # how often the parent looks at the shared clock while it waits
 PICKLING_S = 3600.0  # what a sign of life before pickling the answer counts for (a history of millions of records)
 _PR_SET_PDEATHSIG = 1
@@ -93,6 +97,7 @@ class Child:
         self._conn = None
         self._shared = mmap.mmap(-1, 3 * 8)  # anonymous and shared with the children
         self._slots = (ctypes.c_double * 3).from_buffer(self._shared)  # step started, budget, heartbeat
+        self._clock: RunClock | None = None  # the child's main thread's: wall time less its waits for a CPU
         self.forks = 0
         self._gc_threshold = gc.get_threshold()
 
@@ -137,6 +142,7 @@ class Child:
             _child_main(there, self.target, self._slots, self._gc_threshold)
         there.close()
         self.pid, self._conn = pid, here
+        self._clock = RunClock(TaskWait(schedstat_path(pid, pid)))  # its main thread: the one that forked
         self.forks += 1
 
     def _wait(self, args: Any, on_message) -> Reply:
@@ -180,16 +186,21 @@ class Child:
                 raise self._died(reaped)
 
     def _overdue(self) -> str:
+        """Why the child is to be killed now ("" for no reason): its step ran over its budget +
+        ``GRACE_S``, or its harness gave no sign of life for ``QUIET_S``, counted in seconds
+        its main thread could run (``self._clock``, sampled here)."""
         started, budget, beat = self._slots
-        now = time.monotonic()
-        if started and now - started > budget + GRACE_S:
+        clock = self._clock
+        clock.sample()
+        clock.forget_before(min(started, beat) if started else beat)
+        if started and clock.runnable_since(started) > budget + GRACE_S:
             return (f"the processor ran over {budget:g} s of wall-clock time without reaching a store call or "
                     f"returning, and did not stop when interrupted; its worker process was killed after "
-                    f"{budget + GRACE_S:g} s")
-        if not started and now - beat > QUIET_S:
+                    f"{budget + GRACE_S:g} s (time spent waiting for a CPU not counted)")
+        if not started and clock.runnable_since(beat) > QUIET_S:
             return (f"the processor's worker process showed no progress for {QUIET_S:g} wall seconds outside "
                     "the processor's steps (its code running inside the harness: a __del__, a finalizer, "
-                    "a signal handler) and was killed")
+                    "a signal handler) and was killed (time spent waiting for a CPU not counted)")
         return ""
 
     def _died(self, status: int | None = None) -> Died:
@@ -208,6 +219,9 @@ class Child:
 
     def _forget(self, kill: bool) -> None:
         pid, self.pid = self.pid, None
+        if self._clock is not None:
+            self._clock.read_wait.close()
+            self._clock = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -354,10 +368,13 @@ def _become_child(slots) -> None:
 
 
 def _child_sigint(signum, frame) -> None:
-    from acksim.world.sandbox import interleave
+    from acksim.interrupts import watchdogs
 
-    if interleave._WATCHDOG.fired:
+    mine = watchdogs(signum)
+    if mine:
         raise KeyboardInterrupt  # the watchdog stopping a hung processor
+    if mine is not None:
+        return  # the watchdog's, for a step that has returned
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # anyone else's SIGINT (the processor's own) ends the worker
     os.kill(os.getpid(), signal.SIGINT)
 

@@ -21,9 +21,11 @@ harness between two switches sees the real clocks and its own modules.
 Misbehaving code gets a verdict, never a hung harness: ``time.sleep`` inside the processor
 passes virtual time instead of wall time; a processor that swallows ``Abandoned`` and keeps
 calling its stores is left suspended after ``MAX_REFUSED_CALLS`` refusals; and a processor
-that runs longer than ``STEP_BUDGET_S`` of wall-clock time between two store calls is
-interrupted and reported as ``ProcessorHung`` (the one place the harness reads a clock), as
-is one that makes over ``MAX_CALLS`` store calls in one attempt. Limits: the interruption is
+that runs longer than ``STEP_BUDGET_S`` of wall-clock time between two store calls (less
+any time the process waited for a CPU: a starved process is not a hung one, see
+``acksim.world.sandbox.runclock``) is interrupted and reported as ``ProcessorHung`` (the one
+place the harness reads a clock), as is one that makes over ``MAX_CALLS`` store calls in one
+attempt. Limits: the interruption is
 a ``KeyboardInterrupt`` that a processor could swallow, it cannot stop a blocking C call,
 a virtual clock does not move inside a busy-wait (``while monotonic() < t: pass`` is reported
 as hung), and ``os._exit`` ends the process: only a separate process would contain those.
@@ -43,11 +45,15 @@ from typing import Any, Callable, NamedTuple
 
 from greenlet import greenlet, getcurrent
 
+from acksim.world.sandbox.runclock import RunClock, TaskWait, schedstat_path
+
 STEP_BUDGET_S = 10.0
 MAX_REFUSED_CALLS = 1000
 MAX_CALLS = 10_000
 _REAL_SLEEP = time.sleep
 _REAL_MONOTONIC = time.monotonic  # bound early: user code may run with time.monotonic virtual
+POLL_S = 0.05  # wall seconds between two looks of the watchdog at the running step
+_DRAIN_TRIES = 100  # 1 ms sleeps waiting for an interrupt already sent to land (it lands at the first)
 _ZOMBIES: list = []  # processors that would not stop; kept so garbage collection never resumes them
 # In a supervised child (``acksim.world.sandbox.contain``): shared doubles the parent reads, [0] when
 # the running step started (0: none), [1] its budget, [2] the harness's last sign of life
@@ -60,7 +66,8 @@ class Abandoned(BaseException):
 
 
 class ProcessorHung(Exception):
-    """The processor ran longer than its wall-clock budget without reaching a store call."""
+    """The processor ran longer than its budget of wall-clock time (less any wait for a CPU)
+    without reaching a store call, or made too many store calls in one attempt."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,7 +248,7 @@ class Attempt:
 
     def step(self) -> StoreCall | Sleep | Finished:
         """Run until the next boundary. Raises RuntimeError on a finished or abandoned attempt
-        and ``ProcessorHung`` when the processor overran its wall-clock budget."""
+        and ``ProcessorHung`` when the processor overran its budget (see ``_Watchdog``)."""
         if self.abandoned or self._g.dead:
             raise RuntimeError("attempt is no longer running")
         return _watched(self, self._g.switch)
@@ -262,28 +269,111 @@ class Attempt:
 
 
 class _Watchdog:
-    """One daemon thread per process: interrupts the main thread while an attempt's step has
-    run longer than its budget, until the step returns."""
+    """One daemon thread per process: interrupts the main thread once the armed step of an
+    attempt has had more than its budget of time it could run, until the step returns. That
+    time is wall-clock time less the main thread's wait for a CPU
+    (``acksim.world.sandbox.runclock``): a blocking call counts, starvation on a loaded
+    machine does not, so a starved process is never taken for a hung one.
+
+    The main thread arms it (``arm``) as a step begins and clears ``started_at`` as the step
+    returns, with no call before that store (so no interrupt can land in between), then calls
+    ``settle``. The watchdog decides to fire under a lock and only while the step it timed is
+    still armed; ``settle`` takes that lock, so no interrupt is sent for a step after it, and
+    catches one that was sent before and had not landed yet: the interrupt never lands in the
+    harness outside ``_watched``. acksim's SIGINT handlers ask ``claim`` whether a SIGINT is the
+    watchdog's, and drop one whose step has returned."""
 
     def __init__(self) -> None:
-        self.started_at: float | None = None
+        self.started_at: float | None = None  # wall (monotonic) seconds the armed step began
         self.budget_s = STEP_BUDGET_S
-        self.fired = False
+        self.fired = False  # the watchdog interrupted the armed (or last) step
+        self.pending = False  # ... and that interrupt has not been seen yet
+        self.deciding = False  # the watchdog's thread is deciding whether to fire (``settle``'s fast path)
+        self.clock: RunClock | None = None
+        self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
 
     def ensure_running(self) -> None:
+        """Start the watchdog's thread; the calling thread (the main one) is the one watched."""
         if self._thread is None:
+            self.clock = RunClock(TaskWait(schedstat_path(threading.get_native_id())))
             self._thread = threading.Thread(target=self._watch, name="acksim-watchdog", daemon=True)
             self._thread.start()
 
+    def after_fork(self) -> None:
+        """In a forked child: no thread, no step, a lock of its own (the parent's watchdog may
+        have held its lock at the fork)."""
+        if self.clock is not None and isinstance(self.clock.read_wait, TaskWait):
+            self.clock.read_wait.close()  # the parent's thread's file
+        self._thread, self.clock, self._lock = None, None, threading.Lock()
+        self.started_at, self.fired, self.pending, self.deciding = None, False, False, False
+
     def _watch(self) -> None:
         while True:
-            _REAL_SLEEP(0.05)
-            started = self.started_at
-            if started is not None and _REAL_MONOTONIC() - started > self.budget_s:
-                self.fired = True
-                _interrupt_main()
+            _REAL_SLEEP(POLL_S)
+            if self.overdue():
                 _REAL_SLEEP(0.2)
+
+    def overdue(self) -> bool:
+        """Sample the clock; interrupt the main thread if the armed step has had more than
+        its budget of time it could run (returns True then)."""
+        clock = self.clock
+        now = clock.sample()
+        started = self.started_at
+        clock.forget_before(now if started is None else started)
+        if started is None or clock.runnable_since(started) <= self.budget_s:
+            return False
+        self.deciding = True  # before the look at started_at (see ``settle``)
+        try:
+            with self._lock:
+                if self.started_at != started:  # the step returned meanwhile
+                    return False
+                self.fired = self.pending = True
+                _interrupt_main()
+        finally:
+            self.deciding = False
+        return True
+
+    def arm(self, budget_s: float) -> float:
+        """Arm for a step of ``budget_s`` seconds; returns its start (wall seconds). The
+        caller clears ``started_at`` when the step returns, then calls ``settle``."""
+        self.budget_s, self.fired, self.pending = budget_s, False, False
+        self.started_at = started = _REAL_MONOTONIC()
+        return started
+
+    def settle(self) -> bool:
+        """After ``started_at`` was cleared: wait until the watchdog can send no interrupt for
+        the step, catch one it sent that has not landed yet, and return whether it fired.
+        A ``KeyboardInterrupt`` the watchdog did not send goes on. Fast (no lock) when the
+        watchdog is not deciding and has not fired: it sets ``deciding`` before it looks at
+        ``started_at``, so if it is not deciding now it either saw the step running and
+        decided not to fire, or will see ``started_at`` cleared."""
+        if not (self.deciding or self.fired):
+            return False
+        tries = 0
+        while True:
+            try:
+                with self._lock:
+                    pass  # a decision to fire under way is over; none comes after
+                while self.pending and tries < _DRAIN_TRIES:  # it lands at the interpreter's next check
+                    tries += 1
+                    _REAL_SLEEP(0.001)
+                self.pending = False  # or the processor caught it
+                return self.fired
+            except KeyboardInterrupt:
+                if not self.fired:
+                    raise
+                self.pending = False
+
+    def claim(self) -> bool | None:
+        """For acksim's SIGINT handlers: None when no interrupt of the watchdog's is on its
+        way (the signal is someone else's); else it is taken, and the handler raises
+        ``KeyboardInterrupt`` when this says True (its step still runs) and drops it when
+        False (the step has returned: it must not land in the harness)."""
+        if not self.pending:
+            return None
+        self.pending = False
+        return self.started_at is not None
 
 
 def _interrupt_main() -> None:
@@ -305,7 +395,7 @@ def _interrupt_main() -> None:
 
 _WATCHDOG = _Watchdog()
 # a forked child (a ``check --jobs`` search) inherits no thread: it starts its own watchdog
-os.register_at_fork(after_in_child=lambda: setattr(_WATCHDOG, "_thread", None))
+os.register_at_fork(after_in_child=_WATCHDOG.after_fork)
 
 
 def heartbeat() -> None:
@@ -316,24 +406,21 @@ def heartbeat() -> None:
 
 
 def reset_after_fork(slots) -> None:
-    """In a freshly forked supervised child: a watchdog thread of its own (the parent's did
-    not survive the fork) and ``slots``, the clock the parent reads."""
+    """In a freshly forked supervised child: a watchdog of its own (the parent's did not
+    survive the fork) and ``slots``, the clock the parent reads."""
     global _SLOTS
     _SLOTS = slots
-    _WATCHDOG._thread, _WATCHDOG.started_at, _WATCHDOG.fired = None, None, False
+    _WATCHDOG.after_fork()
 
 
 def _watched(attempt: Attempt, run: Callable):
     """Run a greenlet switch inside the attempt's image and virtual clock (or with only
-    ``time.sleep`` virtualised, without a clock) and with the watchdog armed."""
+    ``time.sleep`` virtualised, without a clock) and with the watchdog armed. Raises
+    ``ProcessorHung`` when the watchdog interrupted the step, wherever its interrupt landed."""
     watchdog = _WATCHDOG
     if watchdog._thread is None and threading.current_thread() is threading.main_thread():
         watchdog.ensure_running()  # once per process (after a fork, again)
-    watchdog.budget_s, watchdog.fired = attempt.budget_s, False
-    watchdog.started_at = started = _REAL_MONOTONIC()
     slots = _SLOTS
-    if slots is not None:
-        slots[1], slots[0] = attempt.budget_s, started
     image, clock = attempt.image, attempt.clock
     if image is not None:
         image.enter()
@@ -342,16 +429,8 @@ def _watched(attempt: Attempt, run: Callable):
     else:
         saved, time.sleep = time.sleep, attempt.sleep
     try:
-        return run()
-    except KeyboardInterrupt:
-        if _WATCHDOG.fired:
-            attempt.abandoned = True
-            _ZOMBIES.append(attempt._g)
-            raise ProcessorHung(f"the processor ran over {attempt.budget_s:g} s of wall-clock time "
-                                "without reaching a store call or returning") from None
-        raise
+        return _step(watchdog, attempt, run)
     finally:
-        _WATCHDOG.started_at = None
         if slots is not None:
             slots[0], slots[2] = 0.0, _REAL_MONOTONIC()
         if clock is not None:
@@ -360,3 +439,35 @@ def _watched(attempt: Attempt, run: Callable):
             time.sleep = saved
         if image is not None:
             image.exit()
+
+
+def _step(watchdog: _Watchdog, attempt: Attempt, run: Callable):
+    """``run()`` with the watchdog armed; see ``_watched``. Where an interrupt of the
+    watchdog's may land: anywhere from ``arm`` to the end of ``run()`` (caught below), at the
+    call of ``settle`` (caught there) or inside it (caught by it); never after."""
+    error = None
+    try:
+        started = watchdog.arm(attempt.budget_s)
+        if _SLOTS is not None:
+            _SLOTS[1], _SLOTS[0] = attempt.budget_s, started
+        result = run()
+    except BaseException as exc:  # noqa: BLE001 - raised again below
+        watchdog.started_at = None  # first, with no call before it: acksim's handlers raise no more
+        error = exc
+    else:
+        watchdog.started_at = None
+    try:
+        hung = watchdog.settle()
+    except KeyboardInterrupt:  # sent before the step was disarmed, landed at the call (Python's own handler)
+        hung = watchdog.settle()  # (the fired flag was set before it was sent: not the fast path)
+    if error is None and not hung:
+        return result
+    try:
+        if hung and (error is None or isinstance(error, KeyboardInterrupt)):
+            attempt.abandoned = True
+            _ZOMBIES.append(attempt._g)
+            raise ProcessorHung(f"the processor ran over {attempt.budget_s:g} s of wall-clock time without reaching "
+                                "a store call or returning (time spent waiting for a CPU not counted)") from None
+        raise error
+    finally:
+        error = None  # no cycle through the traceback
