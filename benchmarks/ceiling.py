@@ -48,20 +48,23 @@ from floor import best_us, simpy_timeouts
 from throughput import bare_mmc, parse_args
 
 import acksim.world.skip as skip
-from acksim.model.memory_store import MemoryAccounts, MemoryCleanupStore, MemoryOutbox, MemorySession
-from acksim.model.sqlite_store import SqliteAccounts, SqliteCleanupStore, SqliteOutbox, SqliteSession
+from acksim.model.memory_store import MemorySession
+from acksim.model.memory_tables import MemoryAccounts, MemoryCleanupStore, MemoryOutbox
+from acksim.model.sql_stores import SqlAccounts, SqlCleanupStore, SqlOutbox, SqlSession
+from acksim.model.sqlite_store import SqliteSession
 from acksim.world.core import World
 
 STORE_CLASSES = {"memory": (MemoryAccounts, MemoryCleanupStore, MemoryOutbox, MemorySession),
-                 "sqlite": (SqliteAccounts, SqliteCleanupStore, SqliteOutbox, SqliteSession)}
+                 # the SQL stores and session, written once for SQLite and PostgreSQL, and SQLite's own part
+                 "sqlite": (SqlAccounts, SqlCleanupStore, SqlOutbox, SqlSession, SqliteSession)}
 
 # who made a store call, by the module that called it: the design under test (the processor's
-# calls come through the proxies of ``acksim.world.sandbox.interleave``; the worker's attempt
+# calls come through the proxies of ``acksim.world.sandbox.store_proxy``; the worker's attempt
 # (``acksim.world.attempt``) and its crash clean-up own the unit of work; the outbox relay and the scheduler are the design's other actors) or not: the
 # simulated players (``acksim.world.actors.renewals``: creating accounts, renewing, deleting), which
 # a harness could seed and change far more cheaply, and the harness's own reads
 DESIGN = ("processor", "unit of work", "outbox relay", "scheduler")
-_CALLERS = {"interleave.py": "processor", "attempt.py": "unit of work", "worker.py": "unit of work", "outbox_relay.py": "outbox relay",
+_CALLERS = {"store_proxy.py": "processor", "attempt.py": "unit of work", "worker.py": "unit of work", "outbox_relay.py": "outbox relay",
             "scheduler.py": "scheduler", "renewals.py": "players"}
 # methods the actors call for the harness, not for the design: the writes a run committed
 # outside a unit of work (the harness records them), closing a session when its actor ends

@@ -67,7 +67,7 @@ def test_the_timed_run_is_the_same_run_sorted_by_caller_and_every_method_is_put_
 
 
 def test_callers_are_sorted_by_module_and_bookkeeping_is_the_harness():
-    assert caller_bucket("/x/acksim/world/sandbox/interleave.py", "call", "get") == "processor"
+    assert caller_bucket("/x/acksim/world/sandbox/store_proxy.py", "call", "get") == "processor"
     assert caller_bucket("/x/acksim/world/actors/worker.py", "_handle", "commit") == "unit of work"
     assert caller_bucket("/x/acksim/world/actors/worker.py", "_handle", "take_autocommitted") == "harness"
     assert caller_bucket("/x/acksim/world/actors/outbox_relay.py", "run", "pending") == "outbox relay"
