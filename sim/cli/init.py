@@ -1,6 +1,6 @@
 """The ``acksim init [DIR]`` command: a project that acksim checks, ready to run.
 
-It writes a processor that follows the contract (``PACKAGE/cleanup.py``, the design
+It writes a processor that follows the contract (``PACKAGE/processor.py``, the design
 documents' steps, to be made your own), a pytest test that checks it with the
 ``acksim_check`` fixture at a budget that finds the bundled candidates' bugs, a small
 scenario for ``acksim run``, a GitHub Actions job, and the ``.gitignore`` lines for what acksim
@@ -42,7 +42,7 @@ its timeline and the command that replays it."""
 
 
 def test_cleanup_keeps_the_invariants(acksim_check):
-    report = acksim_check("{package}.cleanup:process", max_examples=60)
+    report = acksim_check("{package}.processor:process", max_examples=60)
     assert not report.findings
 '''
 
@@ -50,7 +50,7 @@ SCENARIO_HEAD = '''# {package}'s cleanup on the bundled smoke day (300 accounts 
 # of fault, SQLite stores). `acksim run scenarios/cleanup.toml` simulates it and writes
 # reports/cleanup/.
 name = "cleanup"
-processor = "{package}.cleanup:process"
+processor = "{package}.processor:process"
 processor_path = ".."
 '''
 
@@ -78,7 +78,7 @@ jobs:
       - run: pip install ./vendor/acksim    # acksim, from a checkout of it (or a wheel built from one)
       - run: python -m pytest
       - run: >
-          acksim check --processor {package}.cleanup:process --max-examples 300
+          acksim check --processor {package}.processor:process --max-examples 300
           --out acksim-report --junit-xml acksim-junit.xml
       - uses: actions/upload-artifact@v4
         if: always()
@@ -107,7 +107,7 @@ def scaffold(folder: Path, package: str) -> dict[Path, str]:
         raise UsageError(f"--package: must be a lowercase Python identifier such as mycleanup, got {package!r}")
     return {
         folder / package / "__init__.py": "",
-        folder / package / "cleanup.py": PROCESSOR.format(package=package),
+        folder / package / "processor.py": PROCESSOR.format(package=package),
         folder / "tests" / "test_cleanup_safety.py": TEST.format(package=package),
         folder / "scenarios" / "cleanup.toml": scenario_text(package),
         folder / ".github" / "workflows" / "acksim.yml": WORKFLOW.format(package=package),
@@ -132,5 +132,5 @@ def cmd_init(args) -> int:
                           encoding="utf-8")
     for path in (*files, ignore):
         print(f"wrote {path}")
-    print(f"next: cd {folder} && python -m pytest   (then make {args.package}/cleanup.py your own)")
+    print(f"next: cd {folder} && python -m pytest   (then make {args.package}/processor.py your own)")
     return 0

@@ -19,18 +19,18 @@ def test_the_new_project_passes_its_tests_and_fails_when_the_processor_breaks(tm
     assert main(["init", str(tmp_path / "demo")]) == 0
     demo = tmp_path / "demo"
     assert sorted(str(p.relative_to(demo)) for p in demo.rglob("*") if p.is_file()) == [
-        ".github/workflows/acksim.yml", ".gitignore", "mycleanup/__init__.py", "mycleanup/cleanup.py",
+        ".github/workflows/acksim.yml", ".gitignore", "mycleanup/__init__.py", "mycleanup/processor.py",
         "scenarios/cleanup.toml", "tests/test_cleanup_safety.py"]
     assert (demo / ".gitignore").read_text().splitlines() == list(GITIGNORE)
     passed = _in(demo, "-m", "pytest", "-q", "-p", "no:cacheprovider")
     assert passed.returncode == 0, passed.stdout[-2000:]
-    assert "mycleanup.cleanup:process: 60 examples" in passed.stdout and "findings: none" in passed.stdout
+    assert "mycleanup.processor:process: 60 examples" in passed.stdout and "findings: none" in passed.stdout
     run = _in(demo, "-m", "acksim", "run", "scenarios/cleanup.toml")
     assert run.returncode == 0 and run.stdout.startswith("PASS: cleanup seed 7: ")
-    cleanup = demo / "mycleanup" / "cleanup.py"
+    cleanup = demo / "mycleanup" / "processor.py"
     cleanup.write_text(cleanup.read_text().replace(" or account.renewed", ""))
     failed = _in(demo, "-m", "pytest", "-q", "-p", "no:cacheprovider")
-    assert failed.returncode == 1 and "acksim found no_cleanup_after_renewal in mycleanup.cleanup:process" in \
+    assert failed.returncode == 1 and "acksim found no_cleanup_after_renewal in mycleanup.processor:process" in \
         failed.stdout
 
 
@@ -39,7 +39,7 @@ def test_init_never_overwrites_and_adds_only_missing_ignore_lines(tmp_path, caps
     assert main(["init", str(tmp_path), "--package", "billing"]) == 0
     assert (tmp_path / ".gitignore").read_text().splitlines() == [
         "node_modules/", "reports/", ".hypothesis/", "acksim-report/", "acksim-junit.xml"]
-    assert 'processor = "billing.cleanup:process"' in (tmp_path / "scenarios" / "cleanup.toml").read_text()
+    assert 'processor = "billing.processor:process"' in (tmp_path / "scenarios" / "cleanup.toml").read_text()
     before = {p: p.read_text() for p in tmp_path.rglob("*") if p.is_file()}
     capsys.readouterr()
     assert main(["init", str(tmp_path), "--package", "billing"]) == 2
