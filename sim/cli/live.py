@@ -111,6 +111,8 @@ __all__ = ["add_live_parser", "cmd_live", "live_scenario", "ScenarioError"]
 
 def add_crosscheck_parser(sub) -> None:
     """The ``crosscheck`` subcommand's arguments."""
+    from acksim.live.crosscheck import TARGET_WALL_S
+
     p = sub.add_parser("crosscheck", help="run schedules both in the simulation and live on a real broker, "
                                           "and report where their verdicts differ")
     p.add_argument("scenario", nargs="*", help="scenario TOML files (each one schedule, the reference processor "
@@ -122,8 +124,8 @@ def add_crosscheck_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the drawn schedules (default 0)")
     p.add_argument("--processor", metavar="REF", help="code under test for the scenario files")
     p.add_argument("--time-scale", type=float, default=None,
-                   help="wall seconds per virtual second (default: each schedule's span fitted to ~20 wall s, "
-                        "0.005 .. 0.05)")
+                   help=f"wall seconds per virtual second (default: each schedule's span fitted to "
+                        f"~{TARGET_WALL_S:g} wall s, 0.005 .. 0.05)")
     p.add_argument("--out", default="reports/crosscheck", help="report folder (default reports/crosscheck)")
 
 
