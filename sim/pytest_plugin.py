@@ -57,6 +57,9 @@ def acksim_check(request):
     from hypothesis import settings
 
     from acksim.search.api import check as run_search
+    from acksim.search.design import DESIGN_OPTIONS
+
+    design_keys = tuple(option.key for option in DESIGN_OPTIONS)
     from acksim.search.findings import render_findings
     from acksim.search.replay import save_findings
     from acksim.world.sandbox.processor_ref import processor_folder
@@ -68,6 +71,11 @@ def acksim_check(request):
               seed: int = 0, require_coverage: bool = False, max_time: float | None = None,
               all_findings: bool = False, invariants: tuple[str, ...] | list[str] = (), exhaustive: bool = False,
               **design):
+        unknown = sorted(set(design) - set(design_keys))
+        if unknown:
+            raise TypeError(f"acksim_check: unknown keyword(s) {unknown}; it takes scenario, max_examples, seed, "
+                            f"require_coverage, max_time, all_findings, invariants, exhaustive and the design "
+                            f"options {', '.join(design_keys)}")
         budget = max_examples or settings().max_examples  # the loaded profile's
         if budget < SMALL_BUDGET and not exhaustive:
             import warnings

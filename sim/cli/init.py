@@ -75,11 +75,11 @@ jobs:
       - uses: actions/setup-python@v5
         with:
           python-version: "3.12"
-      - run: pip install ./vendor/acksim    # acksim, from a checkout of it (or a wheel built from one)
+      - run: pip install ./vendor/acksim pytest    # acksim (a checkout of it, or its wheel) and pytest
       - run: python -m pytest
       - run: >
-          acksim check --processor {package}.processor:process --max-examples 300
-          --out acksim-report --junit-xml acksim-junit.xml
+          acksim check --processor {package}.processor:process --max-examples 1000
+          --require-coverage --out acksim-report --junit-xml acksim-junit.xml
       - uses: actions/upload-artifact@v4
         if: always()
         with:
@@ -132,5 +132,6 @@ def cmd_init(args) -> int:
                           encoding="utf-8")
     for path in (*files, ignore):
         print(f"wrote {path}")
-    print(f"next: cd {folder} && python -m pytest   (then make {args.package}/processor.py your own)")
+    print(f"next: cd {folder} && python -m pytest   (pytest installed beside acksim: pip install pytest; "
+          f"then make {args.package}/processor.py your own)")
     return 0

@@ -107,3 +107,21 @@ def test_a_file_reference_in_a_scenario_is_taken_from_the_scenario_files_folder(
     assert r.returncode == 2 and not (tmp_path / "out2").exists()
     assert r.stderr == (f"acksim: error: {scenario}: processor: file 'procs/buggy.py' not found (a relative path is "
                         f"taken from the scenario file's folder, {scenario.parent})\n")
+
+
+def test_a_replay_file_from_another_machine_imports_the_processor_from_here(tmp_path):
+    # a CI artifact: the folder its check ran in does not exist on the laptop
+    project = _project(tmp_path)
+    r = _acksim("check", "--processor", "mycleanup.processor:process", "--max-examples", "200", "--no-database",
+                cwd=project)
+    assert r.returncode == 1, r.stdout + r.stderr
+    replay = project / "reports" / "check" / "mycleanup.processor.process-no_cleanup_after_renewal.toml"
+    laptop = tmp_path / "laptop"
+    (laptop / "mycleanup").mkdir(parents=True)
+    for name in ("__init__.py", "processor.py"):
+        (laptop / "mycleanup" / name).write_text((project / "mycleanup" / name).read_text())
+    moved = laptop / "artifact.toml"
+    moved.write_text(replay.read_text().replace(f'processor_path = "{project}"', 'processor_path = "/ci/runner/work/proj"'))
+    again = _acksim("run", str(moved), cwd=laptop)
+    assert again.returncode == 1, again.stderr
+    assert again.stdout.startswith("replay: reproduced (no_cleanup_after_renewal; same history, record for record)")

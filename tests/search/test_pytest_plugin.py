@@ -10,6 +10,7 @@ import sys
 import acksim.search.check  # noqa: F401 - loaded once here: pytester's in-process runs cannot load numpy twice
 import acksim.search.replay  # noqa: F401
 import acksim.search.api  # noqa: F401
+import acksim.report.plots.counterexample  # noqa: F401 - a finding plots its counterexample (numpy, matplotlib)
 
 
 def test_the_summary_names_examples_coverage_and_findings_of_every_call(pytester):
@@ -77,3 +78,11 @@ def test_a_suite_without_the_fixture_has_no_acksim_section(pytester):
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     assert "= acksim =" not in result.stdout.str()
+
+
+def test_a_misspelled_keyword_names_every_keyword_the_fixture_takes(acksim_check):
+    import pytest
+
+    with pytest.raises(TypeError, match=r"acksim_check: unknown keyword\(s\) \['max_exampels'\]; it takes scenario, "
+                                        r"max_examples, seed, .* and the design options ack_policy"):
+        acksim_check("acksim.model.processor:process", max_exampels=10)
