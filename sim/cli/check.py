@@ -186,7 +186,9 @@ def cmd_check(args) -> int:
                                                 ("before_call", "after_call", "after_commit", "during_ack")))
     say("hazard windows (examples that hit each):")
     for name, _fn in HAZARDS:
-        say(f"  {name:<42} {report.coverage[name]:>6}" + ("   WARNING: never hit" if not report.coverage[name] else ""))
+        outside = report.scope is not None and name not in report.scope
+        say(f"  {name:<42} {report.coverage[name]:>6}" + (
+            "   (outside the scope)" if outside else "   WARNING: never hit" if not report.coverage[name] else ""))
     report, flaky = confirm_findings(report, ref, folder)
     verdict = check_verdict(report, flaky, args.require_coverage)
     lines = verdict_lines(verdict)

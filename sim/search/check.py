@@ -167,7 +167,10 @@ class CheckReport:
     hazard window, crashes per phase, the shrunk ``findings`` by name (scenario, result),
     the ``first`` finding's example and time (``FirstFinding``, or None), ``out_of_time``:
     True when the wall-clock budget (``max_time_s``) ended the search before its examples,
-    and per finding the drawn settings it ``depends`` on (``acksim.search.dependence``)."""
+    per finding the drawn settings it ``depends`` on (``acksim.search.dependence``), and
+    ``scope``: the hazard windows the search could reach (None: every one; an exhaustive
+    scope reaches fewer, ``acksim.search.exhaustive.HAZARDS_IN_SCOPE``), whose findings are
+    its smallest schedules rather than shrunk ones."""
 
     examples: int = 0
     seconds: float = 0.0
@@ -177,11 +180,12 @@ class CheckReport:
     first: FirstFinding | None = None
     out_of_time: bool = False
     depends: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    scope: tuple[str, ...] | None = None
 
     @property
     def uncovered(self) -> list[str]:
-        """Hazard windows no example hit."""
-        return [name for name, _ in HAZARDS if not self.coverage[name]]
+        """Hazard windows within reach (``scope``) that no example hit."""
+        return [name for name, _ in HAZARDS if not self.coverage[name] and (self.scope is None or name in self.scope)]
 
 
 def run_check(processor: Callable | str, base: Scenario, *, max_examples: int = 500, seed: int = 0,

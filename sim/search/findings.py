@@ -126,7 +126,7 @@ def render_findings(report, replay_paths: Sequence[Path]) -> list[str]:
                              f"{violation_sentence(verdict['example'])}")
         if result.errors:
             lines.append("  the processor's own error:\n    " + result.errors[0].rstrip().replace("\n", "\n    "))
-        lines.append("  schedule (shrunk):")
+        lines.append("  schedule (shrunk):" if report.scope is None else "  schedule (a smallest in the scope):")
         lines += [f"    {line}" for line in schedule(scenario)]
         lines.append("  timeline:")
         lines += [f"    {line}" for line in timeline(result.history)]
@@ -193,7 +193,8 @@ def check_verdict(report, flaky: Mapping, require_coverage: bool = False) -> dic
                         "text": f"hazard windows never hit: {', '.join(uncovered)} (--require-coverage)"})
     pass_text = f"no violation in {report.examples} examples" + (
         " (the time budget ended the search)" if report.out_of_time else "") + (
-        f"; never hit: {', '.join(uncovered)}" if uncovered else "; every hazard window hit")
+        f"; never hit: {', '.join(uncovered)}" if uncovered else
+        "; every hazard window hit" if report.scope is None else "; every hazard window of the scope hit")
     return {"verdict": "FAIL" if reasons else "PASS", "reasons": reasons, "pass_text": pass_text}
 
 

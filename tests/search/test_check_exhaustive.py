@@ -60,3 +60,15 @@ def test_the_library_call_and_the_fixture_take_exhaustive():
     report, ref, _base = check("acksim.model.candidates:no_version_check", exhaustive=True)
     assert ref == "acksim.model.candidates:no_version_check" and list(report.findings) == ["no_cleanup_after_renewal"]
     assert report.first.example <= 20
+
+
+def test_windows_outside_the_scope_are_not_required(tmp_path, capsys):
+    assert main(["check", "--exhaustive", "--max-faults", "2", "--require-coverage", "--no-database",
+                 "--out", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert "  tombstone_delivered                             0   (outside the scope)" in out
+    assert "PASS: no violation in 672 examples; every hazard window of the scope hit" in out
+    candidate = CANDIDATES["no-renewed-check"]
+    assert main(["check", "--exhaustive", "--candidate", "no-renewed-check", "--no-database",
+                 "--out", str(tmp_path / "d")]) == 1
+    assert "  schedule (a smallest in the scope):" in capsys.readouterr().out and candidate.breaks
