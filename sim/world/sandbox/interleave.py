@@ -333,7 +333,10 @@ def reset_after_fork(slots) -> None:
 def _watched(attempt: Attempt, run: Callable):
     """Run a greenlet switch inside the attempt's image and virtual clock (or with only
     ``time.sleep`` virtualised, without a clock) and with the watchdog armed. Raises
-    ``ProcessorHung`` when the watchdog interrupted the step, wherever its interrupt landed."""
+    ``ProcessorHung`` when the watchdog interrupted the step, wherever its interrupt landed:
+    anywhere from arming to the end of ``run()`` (caught below), at the call of ``settle``
+    (caught there) or inside it (caught by it); never after. (The watchdog's ``arm`` and
+    ``settle``'s fast path are written out here: this runs at every store call.)"""
     watchdog = _WATCHDOG
     if watchdog._thread is None and threading.current_thread() is threading.main_thread():
         watchdog.ensure_running()  # once per process (after a fork, again)
@@ -345,41 +348,26 @@ def _watched(attempt: Attempt, run: Callable):
         clock.enter(attempt.now(), attempt.sleep)  # time.sleep too: a virtual Sleep
     else:
         saved, time.sleep = time.sleep, attempt.sleep
-    try:
-        return _step(watchdog, attempt, run)
-    finally:
-        if slots is not None:
-            slots[0], slots[2] = 0.0, _REAL_MONOTONIC()
-        if clock is not None:
-            clock.exit()
-        else:
-            time.sleep = saved
-        if image is not None:
-            image.exit()
-
-
-def _step(watchdog: _Watchdog, attempt: Attempt, run: Callable):
-    """``run()`` with the watchdog armed; see ``_watched``. Where an interrupt of the
-    watchdog's may land: anywhere from ``arm`` to the end of ``run()`` (caught below), at the
-    call of ``settle`` (caught there) or inside it (caught by it); never after."""
     error = None
     try:
-        started = watchdog.arm(attempt.budget_s)
-        if _SLOTS is not None:
-            _SLOTS[1], _SLOTS[0] = attempt.budget_s, started
-        result = run()
-    except BaseException as exc:  # noqa: BLE001 - raised again below
-        watchdog.started_at = None  # first, with no call before it: acksim's handlers raise no more
-        error = exc
-    else:
-        watchdog.started_at = None
-    try:
-        hung = watchdog.settle()
-    except KeyboardInterrupt:  # sent before the step was disarmed, landed at the call (Python's own handler)
-        hung = watchdog.settle()  # (the fired flag was set before it was sent: not the fast path)
-    if error is None and not hung:
-        return result
-    try:
+        try:
+            budget = attempt.budget_s  # ``watchdog.arm(budget)``, written out
+            watchdog.budget_s, watchdog.fired, watchdog.pending = budget, False, False
+            watchdog.started_at = started = _REAL_MONOTONIC()
+            if slots is not None:
+                slots[1], slots[0] = budget, started
+            result = run()
+        except BaseException as exc:  # noqa: BLE001 - raised again below
+            watchdog.started_at = None  # first, with no call before it: acksim's handlers raise no more
+            error = exc
+        else:
+            watchdog.started_at = None
+        try:
+            hung = watchdog.settle() if (watchdog.deciding or watchdog.fired) else False  # its fast path
+        except KeyboardInterrupt:  # sent before the step was disarmed, landed at the call (Python's own handler)
+            hung = watchdog.settle()  # (the fired flag was set before it was sent: not the fast path)
+        if error is None and not hung:
+            return result
         if hung and (error is None or isinstance(error, KeyboardInterrupt)):
             attempt.abandoned = True
             _ZOMBIES.append(attempt._g)
@@ -388,3 +376,11 @@ def _step(watchdog: _Watchdog, attempt: Attempt, run: Callable):
         raise error
     finally:
         error = None  # no cycle through the traceback
+        if slots is not None:
+            slots[0], slots[2] = 0.0, _REAL_MONOTONIC()
+        if clock is not None:
+            clock.exit()
+        else:
+            time.sleep = saved
+        if image is not None:
+            image.exit()
